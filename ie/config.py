@@ -1,0 +1,142 @@
+"""Dataset/task configs (`configs/<dataset>.yaml`): where the data is and the schema the agents are given.
+
+The schema's natural-language descriptions are the "domain metadata" each type agent receives; relation
+types carry their allowed head/tail entity types and a statement template used in cross-task feedback.
+Entry points keep their own section (`teacher:`, `distill:`, `bench:`) in the same file.
+"""
+from __future__ import annotations
+
+import os
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_ENV = "CROSSAGENTIE_DATA"
+
+
+def data_root() -> Path:
+    """`$CROSSAGENTIE_DATA`, else `../shared/data` beside the repository."""
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else (REPO_ROOT.parent / "shared" / "data")
+
+
+class EntityTypeSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str
+    examples: list[str] = Field(default_factory=list)
+
+
+class RelationTypeSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str
+    head: list[str] = Field(default_factory=list, description="allowed head entity types; empty = any")
+    tail: list[str] = Field(default_factory=list, description="allowed tail entity types; empty = any")
+    statement: str = Field("{head} {relation} {tail}", description="natural-language statement template")
+    symmetric: bool = False
+
+    def allows(self, head_type: str, tail_type: str) -> bool:
+        return (not self.head or head_type in self.head) and (not self.tail or tail_type in self.tail)
+
+
+class TaskSchema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    entity_types: dict[str, EntityTypeSpec]
+    relation_types: dict[str, RelationTypeSpec] = Field(default_factory=dict)
+    # Relation types that cannot hold for the same ordered pair at once. "all": any two types conflict.
+    exclusive_relations: Literal["all"] | list[list[str]] = "all"
+    # Entity typing: "flat" datasets never label overlapping spans; "nested" ones may.
+    nested_entities: bool = False
+
+    @model_validator(mode="after")
+    def _check_refs(self) -> "TaskSchema":
+        for name, rel in self.relation_types.items():
+            for side in ("head", "tail"):
+                for t in getattr(rel, side):
+                    if t not in self.entity_types:
+                        raise ValueError(f"relation_types.{name}.{side}: unknown entity type {t!r}")
+        if self.exclusive_relations != "all":
+            for i, group in enumerate(self.exclusive_relations):
+                for t in group:
+                    if t not in self.relation_types:
+                        raise ValueError(f"exclusive_relations[{i}]: unknown relation type {t!r}")
+        return self
+
+    def exclusive(self, a: str, b: str) -> bool:
+        if a == b:
+            return False
+        if self.exclusive_relations == "all":
+            return True
+        return any(a in g and b in g for g in self.exclusive_relations)
+
+    def exclusive_pairs(self) -> list[tuple[str, str]]:
+        return [(a, b) for a, b in combinations(self.relation_types, 2) if self.exclusive(a, b)]
+
+    def statement(self, relation: str, head: str, tail: str) -> str:
+        spec = self.relation_types[relation]
+        return spec.statement.format(head=head, tail=tail, relation=relation.replace("_", " ").lower())
+
+
+class DatasetConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    format: str = Field(description="loader name in ie.datasets (spert, conll, dygie, nyt, semeval, records)")
+    splits: dict[str, str] = Field(default_factory=dict, description="split -> path relative to the data root")
+    task_schema: TaskSchema = Field(alias="schema")
+    source: Path | None = Field(default=None, exclude=True)
+
+    def split_path(self, split: str) -> Path:
+        if split not in self.splits:
+            raise KeyError(f"{self.source or self.name}: no split {split!r}; known: {sorted(self.splits)}")
+        return data_root() / self.splits[split]
+
+    def section(self, name: str) -> dict[str, Any]:
+        """An entry point's own section of the file (`teacher:`, `distill:`, `bench:`), or {}."""
+        value = (self.model_extra or {}).get(name) or {}
+        if not isinstance(value, dict):
+            raise ValueError(f"{self.source}: section '{name}' must be a mapping")
+        return value
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return data
+
+
+def load_config(path: str | Path) -> DatasetConfig:
+    """Load and validate a dataset config; errors name the file and the field."""
+    data = read_yaml(path)
+    try:
+        cfg = DatasetConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{path}: field '{loc}': {err['msg']}") from None
+    cfg.source = Path(path)
+    return cfg
+
+
+def resolve_config_path(name_or_path: str) -> Path:
+    """Accept `configs/conll04.yaml` or just `conll04`."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    candidate = REPO_ROOT / "configs" / f"{name_or_path}.yaml"
+    if candidate.exists():
+        return candidate
+    raise ConfigError(f"{name_or_path}: no such config file (nor configs/{name_or_path}.yaml)")

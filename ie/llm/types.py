@@ -1,0 +1,119 @@
+"""The LLM contract every stage codes against: sampling parameters, one completion, and the transport.
+
+`LLMClient.structured(messages, schema, params, n)` returns one `Completion` per sample; a completion whose
+answer never validated has `value=None` and `error` set, with the raw text kept. Nothing here raises for a
+bad answer: LLM output is untrusted input and failure is a recorded outcome.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.0
+    seed: int | None = 0
+    frequency_penalty: float = 0.0
+    max_tokens: int = 512
+    top_p: float | None = None
+    logprobs: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: "Usage") -> "Usage":
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        return self
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Completion(Generic[T]):
+    value: T | None
+    raw: str
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 1
+    cached: bool = False
+    latency_s: float = 0.0
+    logprob: float | None = None  # mean token log-probability of the accepted answer, when the backend gives it
+    model: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+@dataclass
+class ChatRequest:
+    """What goes over the wire (OpenAI chat.completions); `response_format` carries the JSON schema."""
+    model: str
+    messages: list[dict[str, str]]
+    response_format: dict[str, Any] | None
+    params: SamplingParams
+    n: int = 1
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": self.messages, "n": self.n}
+        p = self.params
+        body.update(temperature=p.temperature, max_tokens=p.max_tokens, frequency_penalty=p.frequency_penalty)
+        if p.seed is not None:
+            body["seed"] = p.seed
+        if p.top_p is not None:
+            body["top_p"] = p.top_p
+        if p.logprobs:
+            body["logprobs"] = True
+        if self.response_format is not None:
+            body["response_format"] = self.response_format
+        return body
+
+
+@dataclass
+class Choice:
+    text: str
+    token_logprobs: list[float] | None = None
+
+
+@dataclass
+class ChatResponse:
+    choices: list[Choice]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+
+
+class Transport(Protocol):
+    """One endpoint (or a fake). Raises `TransportError` for retryable failures (429, 5xx, timeouts)."""
+
+    name: str
+
+    async def __call__(self, request: ChatRequest) -> ChatResponse: ...
+
+
+class TransportError(RuntimeError):
+    def __init__(self, message: str, retryable: bool = True, status: int | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
