@@ -16,12 +16,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_ENV = "CROSSAGENTIE_DATA"
+CACHE_ENV = "CROSSAGENTIE_CACHE"
 
 
 def data_root() -> Path:
     """`$CROSSAGENTIE_DATA`, else `../shared/data` beside the repository."""
     env = os.environ.get(DATA_ENV)
     return Path(env) if env else (REPO_ROOT.parent / "shared" / "data")
+
+
+def cache_dir() -> Path:
+    """Where assembled models, converted checkpoints and the call cache live: `$CROSSAGENTIE_CACHE`,
+    else `~/.cache/crossagentie`. Never inside the repository."""
+    env = os.environ.get(CACHE_ENV)
+    path = Path(env) if env else Path.home() / ".cache" / "crossagentie"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 class EntityTypeSpec(BaseModel):
