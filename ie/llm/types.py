@@ -33,12 +33,12 @@ class Usage:
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Prompt tokens the server reused from its prefix cache (llama.cpp, vLLM, OpenAI report them).
+    prefix_cached_tokens: int = 0
 
     def add(self, other: "Usage") -> "Usage":
-        self.calls += other.calls
-        self.cached_calls += other.cached_calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
+        for name, value in other.__dict__.items():
+            setattr(self, name, getattr(self, name) + value)
         return self
 
     @property
@@ -101,6 +101,7 @@ class ChatResponse:
     choices: list[Choice]
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prefix_cached_tokens: int = 0
     model: str = ""
 
 

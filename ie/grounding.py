@@ -1,0 +1,59 @@
+"""Ground model-named spans in the text: every span the toolkit emits is an exact substring of the input.
+
+Used identically by the teacher, the baselines and the student client, so that all methods are scored on the
+same footing. Pure functions.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Edge characters a model often drags into a mention but that gold spans rarely include.
+_EDGE_JUNK = " \t\n\"'`.,;:!?()[]{}"
+_LEADING_ARTICLES = ("the ", "The ", "a ", "an ")
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    text: str
+
+
+def normalize_mention(mention: str) -> str:
+    """Trim whitespace and edge punctuation; keep a trailing '.' that belongs to an abbreviation (U.S.)."""
+    m = mention.strip()
+    while m and m[0] in _EDGE_JUNK:
+        m = m[1:]
+    while m and m[-1] in _EDGE_JUNK and not re.search(r"\b\w\.$", m):
+        m = m[:-1]
+    return m.strip()
+
+
+def _is_word_boundary(text: str, start: int, end: int) -> bool:
+    before_ok = start == 0 or not text[start - 1].isalnum()
+    after_ok = end == len(text) or not text[end].isalnum()
+    return before_ok and after_ok
+
+
+def find_occurrences(text: str, mention: str) -> list[Span]:
+    """All exact occurrences of `mention` at word boundaries; if none, any exact occurrence."""
+    if not mention:
+        return []
+    hits = [m.start() for m in re.finditer(re.escape(mention), text)]
+    bounded = [s for s in hits if _is_word_boundary(text, s, s + len(mention))]
+    chosen = bounded or hits
+    return [Span(s, s + len(mention), mention) for s in chosen]
+
+
+def ground_mention(text: str, mention: str) -> list[Span]:
+    """Occurrences of a model-named mention: as given, then trimmed, then without a leading article."""
+    candidates = [mention, normalize_mention(mention)]
+    for article in _LEADING_ARTICLES:
+        if candidates[-1].startswith(article):
+            candidates.append(candidates[-1][len(article):])
+    for cand in candidates:
+        spans = find_occurrences(text, cand)
+        if spans:
+            return spans
+    return []

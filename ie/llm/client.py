@@ -1,0 +1,243 @@
+"""One async client for any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp server, Ollama).
+
+`structured()` asks for JSON matching a pydantic model (`response_format` json_schema), validates the answer,
+re-asks with the validation error a bounded number of times, and returns a `Completion` either way. Transport
+failures (429, 5xx, timeouts) are retried with backoff, moving to the next endpoint when several are given.
+Every call goes through the sqlite call cache when one is configured.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import random
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ie.llm.cache import CallCache, cache_key
+from ie.llm.types import ChatRequest, ChatResponse, Choice, Completion, SamplingParams, Transport, TransportError, Usage
+
+T = TypeVar("T", bound=BaseModel)
+
+INVALID_ANSWER_FEEDBACK = (
+    "Your previous answer was not valid JSON for the required schema: {error}\n"
+    "Answer again with only the JSON object."
+)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str
+    model: str
+    api_key_env: str | None = None  # the NAME of an env var; the key itself is never stored or logged
+    timeout_s: float = 120.0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+class OpenAITransport:
+    """One OpenAI-compatible endpoint through the official SDK (its own retries off: ours move endpoints)."""
+
+    def __init__(self, endpoint: Endpoint):
+        from openai import AsyncOpenAI
+
+        self.endpoint = endpoint
+        self.name = f"{endpoint.url}#{endpoint.model}"
+        api_key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
+        self._sdk = AsyncOpenAI(
+            base_url=endpoint.url, api_key=api_key or "no-key", max_retries=0, timeout=endpoint.timeout_s
+        )
+
+    async def __call__(self, request: ChatRequest) -> ChatResponse:
+        import openai
+
+        body = request.body()
+        body["model"] = self.endpoint.model
+        try:
+            resp = await self._sdk.chat.completions.create(**body, extra_body=self.endpoint.extra_body or None)
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}") from None
+        except openai.APIStatusError as exc:
+            retryable = exc.status_code == 429 or exc.status_code >= 500
+            raise TransportError(f"HTTP {exc.status_code}: {exc.message}", retryable, exc.status_code) from None
+        return _from_sdk(resp)
+
+    async def aclose(self) -> None:
+        await self._sdk.close()
+
+
+def _from_sdk(resp: Any) -> ChatResponse:
+    choices = []
+    for ch in resp.choices:
+        lps = None
+        if getattr(ch, "logprobs", None) is not None and ch.logprobs.content:
+            lps = [t.logprob for t in ch.logprobs.content]
+        choices.append(Choice(text=ch.message.content or "", token_logprobs=lps))
+    usage = resp.usage
+    details = getattr(usage, "prompt_tokens_details", None) if usage else None
+    return ChatResponse(
+        choices=choices,
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        prefix_cached_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
+        model=resp.model or "",
+    )
+
+
+def response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _mean(values: list[float] | None) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+class LLMClient:
+    def __init__(
+        self,
+        transports: Sequence[Transport],
+        cache: CallCache | None = None,
+        concurrency: int = 4,
+        max_retries: int = 4,
+        max_parse_retries: int = 2,
+        backoff_s: float = 1.0,
+        model: str | None = None,
+    ):
+        if not transports:
+            raise ValueError("LLMClient needs at least one endpoint")
+        self.transports = list(transports)
+        self.cache = cache
+        self.max_retries = max_retries
+        self.max_parse_retries = max_parse_retries
+        self.backoff_s = backoff_s
+        self.model = model or self.transports[0].name
+        self.usage = Usage()
+        self.failures = 0
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._next = itertools.cycle(range(len(self.transports)))
+
+    @classmethod
+    def from_endpoints(
+        cls, endpoints: Sequence[Endpoint], cache_path: str | Path | None = None, **kwargs: Any
+    ) -> "LLMClient":
+        cache = CallCache(cache_path) if cache_path else None
+        model = "|".join(sorted({e.model for e in endpoints}))
+        return cls([OpenAITransport(e) for e in endpoints], cache=cache, model=model, **kwargs)
+
+    async def structured(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        params: SamplingParams = SamplingParams(),
+        n: int = 1,
+        use_cache: bool = True,
+    ) -> list[Completion[T]]:
+        """n validated answers; sample i uses seed+i so that samples differ and each is cached on its own."""
+        jobs = [self._answer(messages, schema, params, i, use_cache) for i in range(n)]
+        return list(await asyncio.gather(*jobs))
+
+    async def _answer(
+        self, messages: list[dict[str, str]], schema: type[T], params: SamplingParams, index: int, use_cache: bool
+    ) -> Completion[T]:
+        if params.seed is not None and index:
+            params = replace(params, seed=params.seed + index)
+        fmt = response_format(schema)
+        convo, usage, raw, error = list(messages), Usage(), "", ""
+        started, all_cached = time.perf_counter(), True
+        for attempt in range(1, self.max_parse_retries + 2):
+            request = ChatRequest(model=self.model, messages=convo, response_format=fmt, params=params)
+            try:
+                resp, cached, latency = await self._call(request, index, use_cache)
+            except TransportError as exc:
+                self.failures += 1
+                return Completion(None, raw, f"transport: {exc}", usage, attempt, False,
+                                  time.perf_counter() - started, model=self.model)
+            all_cached &= cached
+            step = Usage(1, int(cached), resp.prompt_tokens, resp.completion_tokens, resp.prefix_cached_tokens)
+            usage.add(step)
+            self.usage.add(step)
+            choice = resp.choices[0]
+            raw = choice.text
+            try:
+                value = schema.model_validate_json(raw)
+            except ValidationError as exc:
+                error = _validation_summary(exc)
+                convo = list(messages) + [
+                    {"role": "assistant", "content": raw},
+                    {"role": "user", "content": INVALID_ANSWER_FEEDBACK.format(error=error)},
+                ]
+                continue
+            elapsed = latency if all_cached else time.perf_counter() - started
+            return Completion(value, raw, None, usage, attempt, all_cached, elapsed,
+                              _mean(choice.token_logprobs), model=self.model)
+        self.failures += 1
+        return Completion(None, raw, f"invalid answer after {attempt} attempts: {error}", usage, attempt,
+                          all_cached, time.perf_counter() - started, model=self.model)
+
+    async def _call(self, request: ChatRequest, index: int, use_cache: bool) -> tuple[ChatResponse, bool, float]:
+        """One wire call (or cache hit): returns the response, whether it was cached, and its latency."""
+        body = request.body()
+        key = cache_key(body, index)
+        if self.cache is not None and use_cache:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return _response_from_json(hit), True, hit.get("latency_s", 0.0)
+        resp, latency = await self._send(request)
+        if self.cache is not None:
+            self.cache.put(key, self.model, {**_response_to_json(resp), "latency_s": latency})
+        return resp, False, latency
+
+    async def _send(self, request: ChatRequest) -> tuple[ChatResponse, float]:
+        last: TransportError | None = None
+        for attempt in range(self.max_retries + 1):
+            transport = self.transports[next(self._next)]
+            async with self._semaphore:
+                t0 = time.perf_counter()
+                try:
+                    return await transport(request), time.perf_counter() - t0
+                except TransportError as exc:
+                    last = exc
+            if not last.retryable:
+                break
+            await asyncio.sleep(self.backoff_s * (2**attempt) * (0.5 + random.random()))
+        raise last  # type: ignore[misc]  # the loop ran at least once
+
+    async def aclose(self) -> None:
+        for t in self.transports:
+            close = getattr(t, "aclose", None)
+            if close:
+                await close()
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _response_to_json(resp: ChatResponse) -> dict[str, Any]:
+    return {
+        "choices": [{"text": c.text, "token_logprobs": c.token_logprobs} for c in resp.choices],
+        "prompt_tokens": resp.prompt_tokens,
+        "completion_tokens": resp.completion_tokens,
+        "prefix_cached_tokens": resp.prefix_cached_tokens,
+        "model": resp.model,
+    }
+
+
+def _response_from_json(data: dict[str, Any]) -> ChatResponse:
+    return ChatResponse(
+        choices=[Choice(**c) for c in data["choices"]],
+        prompt_tokens=data["prompt_tokens"],
+        completion_tokens=data["completion_tokens"],
+        prefix_cached_tokens=data.get("prefix_cached_tokens", 0),
+        model=data.get("model", ""),
+    )
+

@@ -1,0 +1,143 @@
+"""The client above the wire: validation, re-asking, retries across endpoints, the call cache, accounting."""
+import asyncio
+import sqlite3
+
+import pytest
+from pydantic import BaseModel
+
+from ie.llm.cache import CallCache
+from ie.llm.client import LLMClient
+from ie.llm.fake import ScriptedTransport, schema_name
+from ie.llm.types import SamplingParams, TransportError
+
+
+class Answer(BaseModel):
+    label: str
+    confidence: float
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_valid_answer_is_parsed_and_counted():
+    t = ScriptedTransport(lambda r: '{"label": "Loc", "confidence": 0.9}')
+    client = LLMClient([t])
+    [c] = run(client.structured([{"role": "user", "content": "where is Paris"}], Answer))
+    assert c.ok and c.value == Answer(label="Loc", confidence=0.9)
+    assert c.attempts == 1 and c.usage.calls == 1 and c.usage.completion_tokens == 4
+    assert schema_name(t.requests[0]) == "Answer"
+    assert t.requests[0].response_format["json_schema"]["schema"]["required"] == ["label", "confidence"]
+
+
+def test_malformed_answer_is_reasked_with_the_error_then_accepted():
+    answers = iter(['{"label": "Loc"', '{"label": "Loc", "confidence": 0.5}'])
+    t = ScriptedTransport(lambda r: next(answers))
+    [c] = run(LLMClient([t]).structured([{"role": "user", "content": "q"}], Answer))
+    assert c.ok and c.attempts == 2 and c.usage.calls == 2
+    retry = t.requests[1].messages
+    assert retry[-2] == {"role": "assistant", "content": '{"label": "Loc"'}
+    assert "not valid JSON" in retry[-1]["content"]
+
+
+def test_answer_that_never_validates_is_recorded_not_raised():
+    t = ScriptedTransport(lambda r: "I think it is a location")
+    client = LLMClient([t], max_parse_retries=1)
+    [c] = run(client.structured([{"role": "user", "content": "q"}], Answer))
+    assert not c.ok and c.raw == "I think it is a location"
+    assert "invalid answer after 2 attempts" in c.error
+    assert client.failures == 1
+
+
+def test_retryable_errors_move_to_the_next_endpoint():
+    down = ScriptedTransport(lambda r: TransportError("HTTP 503", retryable=True, status=503), name="down")
+    up = ScriptedTransport(lambda r: '{"label": "Org", "confidence": 1}', name="up")
+    client = LLMClient([down, up], backoff_s=0.0)
+    comps = run(client.structured([{"role": "user", "content": "q"}], Answer, n=3))
+    assert all(c.ok for c in comps)
+    assert len(up.requests) == 3 and len(down.requests) >= 1
+
+
+def test_non_retryable_error_fails_fast():
+    t = ScriptedTransport(lambda r: TransportError("HTTP 400: bad", retryable=False, status=400))
+    [c] = run(LLMClient([t], backoff_s=0.0).structured([{"role": "user", "content": "q"}], Answer))
+    assert not c.ok and c.error.startswith("transport: HTTP 400") and len(t.requests) == 1
+
+
+def test_samples_use_distinct_seeds():
+    t = ScriptedTransport(lambda r: '{"label": "%d", "confidence": 1}' % r.params.seed)
+    comps = run(LLMClient([t]).structured([{"role": "user", "content": "q"}], Answer,
+                                          SamplingParams(temperature=0.9, seed=10), n=3))
+    assert [c.value.label for c in comps] == ["10", "11", "12"]
+
+
+def test_cache_makes_a_rerun_free_and_stores_no_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECRET_KEY_VAR", "sk-supersecret")
+    t = ScriptedTransport(lambda r: '{"label": "Peop", "confidence": 0.7}')
+    msgs = [{"role": "user", "content": "who is Reagan"}]
+    first = LLMClient([t], cache=CallCache(tmp_path / "c.sqlite"))
+    [a] = run(first.structured(msgs, Answer, n=1))
+    second = LLMClient([t], cache=CallCache(tmp_path / "c.sqlite"))
+    [b] = run(second.structured(msgs, Answer))
+    assert len(t.requests) == 1 and b.cached and not a.cached and b.value == a.value
+    assert b.usage.cached_calls == 1 and b.usage.prompt_tokens == a.usage.prompt_tokens
+    dump = "\n".join(str(row) for row in sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT * FROM calls"))
+    assert "sk-supersecret" not in dump
+    # A different parameter is a different call.
+    run(second.structured(msgs, Answer, SamplingParams(temperature=0.5)))
+    assert len(t.requests) == 2
+
+
+def test_openai_transport_reads_key_from_env_only(monkeypatch):
+    pytest.importorskip("openai")
+    from ie.llm.client import Endpoint, OpenAITransport
+
+    monkeypatch.setenv("MY_KEY", "sk-test")
+    transport = OpenAITransport(Endpoint(url="http://127.0.0.1:9/v1", model="m", api_key_env="MY_KEY"))
+    assert "sk-test" not in transport.name and "sk-test" not in repr(transport.endpoint)
+
+
+def test_http_429_then_success_through_the_real_sdk():
+    """The OpenAI SDK path against a scripted HTTP server: a 429 is retried, usage and cached tokens parsed."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from ie.llm.client import Endpoint
+
+    statuses = iter([429, 200])
+    bodies = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            status = next(statuses)
+            payload = {"error": {"message": "slow down"}} if status == 429 else {
+                "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": '{"label": "Loc", "confidence": 0.8}'}}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18,
+                          "prompt_tokens_details": {"cached_tokens": 5}},
+            }
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        client = LLMClient.from_endpoints([Endpoint(url=url, model="m")], backoff_s=0.0)
+        [c] = run(client.structured([{"role": "user", "content": "q"}], Answer, SamplingParams(seed=3)))
+    finally:
+        server.shutdown()
+    assert c.ok and c.value.label == "Loc"
+    assert c.usage.prompt_tokens == 11 and c.usage.prefix_cached_tokens == 5
+    assert len(bodies) == 2 and bodies[1]["response_format"]["type"] == "json_schema"
+    assert bodies[1]["seed"] == 3 and bodies[1]["model"] == "m"
