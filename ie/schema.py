@@ -100,8 +100,8 @@ def parse_record(obj: object, path: str | Path = "<memory>", line: int = 1) -> R
         raise RecordFormatError(path, line, field, msg) from None
 
 
-def iter_records(path: str | Path) -> Iterator[Record]:
-    """Read a record JSONL file lazily; blank lines are skipped, anything malformed raises RecordFormatError."""
+def iter_json_lines(path: str | Path) -> Iterator[tuple[int, object]]:
+    """(1-based line, parsed object) for each non-blank line of a JSON Lines file; bad JSON raises RecordFormatError."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -110,7 +110,13 @@ def iter_records(path: str | Path) -> Iterator[Record]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise RecordFormatError(path, lineno, "<json>", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-            yield parse_record(obj, path, lineno)
+            yield lineno, obj
+
+
+def iter_records(path: str | Path) -> Iterator[Record]:
+    """Read a record JSONL file lazily; blank lines are skipped, anything malformed raises RecordFormatError."""
+    for lineno, obj in iter_json_lines(path):
+        yield parse_record(obj, path, lineno)
 
 
 def read_records(path: str | Path) -> list[Record]:

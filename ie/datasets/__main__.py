@@ -1,0 +1,47 @@
+"""Export or count a configured dataset.
+
+    python -m ie.datasets export conll04 --split test --out runs/conll04_test.jsonl
+    python -m ie.datasets stats conll04 [--split test]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ie.config import ConfigError, load_config, resolve_config_path
+from ie.datasets import load_split
+from ie.datasets.stats import format_stats, split_stats
+from ie.schema import RecordFormatError, write_records
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ie.datasets", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    export = commands.add_parser("export", help="write one split as record JSONL")
+    export.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
+    export.add_argument("--split", required=True)
+    export.add_argument("--out", required=True, help="output .jsonl file")
+    stats = commands.add_parser("stats", help="print counts per split and per type")
+    stats.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
+    stats.add_argument("--split", help="one split (default: every split in the config)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(resolve_config_path(args.name))
+        if args.command == "export":
+            n = write_records(args.out, load_split(config, args.split))
+            print(f"wrote {n} records of {config.name} {args.split} to {args.out}")
+            return 0
+        for split in [args.split] if args.split else list(config.splits):
+            print(format_stats(f"{config.name} {split}", split_stats(load_split(config, split))))
+        return 0
+    except (ConfigError, RecordFormatError, FileNotFoundError, KeyError) as exc:
+        print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
