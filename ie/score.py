@@ -1,0 +1,84 @@
+"""Score predicted records against gold records (strict NER/RE micro P/R/F1 per type, NER error taxonomy).
+
+    python -m ie.score --gold gold.jsonl --pred pred.jsonl [--json] [--re-mode strict|boundaries|strings]
+                       [--config conll04] [--symmetric]
+
+`--config` lists every schema type and supplies defaults from the config's `score:` section
+(`re_mode`, `symmetric`, `semeval`); flags override them. Prediction ids not in gold are ignored with a warning.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ie.config import ConfigError, DatasetConfig, load_config, resolve_config_path
+from ie.schema import read_records
+from ie.scoring import RE_MODES, evaluate
+
+SCORE_OPTIONS = {"re_mode": str, "symmetric": bool, "semeval": bool}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ie.score", description=__doc__.splitlines()[0])
+    parser.add_argument("--gold", required=True, help="gold record JSONL")
+    parser.add_argument("--pred", required=True, help="predicted record JSONL")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--re-mode", choices=RE_MODES, help="relation matching (default: config, else strict)")
+    parser.add_argument("--config", help="dataset config name or path: schema types and `score:` defaults")
+    parser.add_argument("--symmetric", action="store_true", default=None,
+                        help="score relation types marked symmetric in the schema without direction")
+    return parser
+
+
+def score_options(config: DatasetConfig | None) -> dict[str, Any]:
+    options = config.section("score") if config else {}
+    for key, value in options.items():
+        if key not in SCORE_OPTIONS:
+            raise ConfigError(f"{config.source}: field 'score.{key}': unknown; known: {sorted(SCORE_OPTIONS)}")
+        if not isinstance(value, SCORE_OPTIONS[key]):
+            raise ConfigError(f"{config.source}: field 'score.{key}': expected {SCORE_OPTIONS[key].__name__}")
+    return options
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The result as a plain-text table, scores ×100."""
+    lines = [f"records: {result['records']}", f"{'':24} {'P':>6} {'R':>6} {'F1':>6} {'tp':>6} {'fp':>6} {'fn':>6}"]
+    for task, title in (("ner", "NER (strict)"), ("re", f"RE ({result['re']['mode']})")):
+        lines.append(title)
+        for name, c in [("micro", result[task]["micro"]), *result[task]["per_type"].items()]:
+            lines.append(f"  {name[:22]:22} {c['precision'] * 100:6.2f} {c['recall'] * 100:6.2f} "
+                         f"{c['f1'] * 100:6.2f} {c['tp']:6d} {c['fp']:6d} {c['fn']:6d}")
+    lines.append("NER errors: " + ", ".join(f"{k} {v}" for k, v in result["errors"].items()))
+    if "semeval" in result:
+        macro, micro = result["semeval"]["macro"], result["semeval"]["micro"]
+        lines.append(f"SemEval official macro-F1 (9 relations, direction counted, Other excluded): "
+                     f"{macro['f1'] * 100:.2f}; micro-F1 {micro['f1'] * 100:.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(resolve_config_path(args.config)) if args.config else None
+        options = score_options(config)
+        gold, pred = read_records(args.gold), read_records(args.pred)
+        result = evaluate(
+            gold, pred, schema=config.task_schema if config else None,
+            re_mode=args.re_mode or options.get("re_mode", "strict"),
+            symmetric=args.symmetric if args.symmetric is not None else options.get("symmetric", False),
+            semeval=options.get("semeval", False),
+        )
+    except (ValueError, OSError) as exc:  # ConfigError and RecordFormatError are ValueErrors
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if result["unmatched_predictions"]:
+        print(f"warning: {result['unmatched_predictions']} prediction ids are not in {args.gold}; ignored",
+              file=sys.stderr)
+    print(json.dumps(result, indent=2) if args.json else format_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

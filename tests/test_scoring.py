@@ -1,0 +1,170 @@
+"""Strict scoring on hand-computed cases: every expected number below is worked out in the comments."""
+import json
+
+import pytest
+
+from ie import score as score_cli
+from ie.config import load_config, resolve_config_path
+from ie.schema import Record, write_records
+from ie.scoring import evaluate, semeval_label
+
+TEXT = "Bo lives in New York ."  # Bo 0-2, lives 3-8, New 12-15, New York 12-20
+TEXT2 = "Al works for Acme ."  # Al 0-2, Acme 13-17
+
+
+def rec(rid, text, entities=(), relations=(), **extra):
+    ents = [{"start": s, "end": e, "type": t, "text": text[s:e]} for s, e, t in entities]
+    rels = [{"head": h, "tail": t, "type": r} for h, t, r in relations]
+    return Record(id=rid, text=text, entities=ents, relations=rels, **extra)
+
+
+GOLD = [
+    rec("r1", TEXT, [(0, 2, "PER"), (12, 20, "LOC")], [(0, 1, "Live_In")]),
+    rec("r2", TEXT2, [(0, 2, "PER"), (13, 17, "ORG")], [(0, 1, "Work_For")]),
+]
+
+
+def micro(result, task="ner"):
+    m = result[task]["micro"]
+    return m["tp"], m["fp"], m["fn"]
+
+
+def test_exact_match_scores_one():
+    result = evaluate(GOLD, GOLD)
+    assert result["ner"]["micro"]["f1"] == result["re"]["micro"]["f1"] == 1.0
+    assert micro(result) == (4, 0, 0) and micro(result, "re") == (2, 0, 0)
+    assert set(result["errors"].values()) == {0} and result["records"] == 2
+
+
+def test_boundary_error_and_wrong_type():
+    boundary = [rec("r1", TEXT, [(0, 2, "PER"), (12, 15, "LOC")]), GOLD[1]]  # "New" instead of "New York"
+    result = evaluate(GOLD, boundary)
+    assert micro(result) == (3, 1, 1)
+    assert result["errors"] == {"boundary": 1, "wrong_type": 0, "boundary_and_type": 0, "missing": 0, "spurious": 0}
+    wrong_type = [rec("r1", TEXT, [(0, 2, "PER"), (12, 20, "ORG")]), GOLD[1]]
+    result = evaluate(GOLD, wrong_type)
+    assert micro(result) == (3, 1, 1) and result["errors"]["wrong_type"] == 1 and result["errors"]["boundary"] == 0
+    both = [rec("r1", TEXT, [(0, 2, "PER"), (12, 15, "ORG")]), GOLD[1]]
+    assert evaluate(GOLD, both)["errors"]["boundary_and_type"] == 1
+
+
+def test_duplicates_count_once_and_per_type():
+    # r1: Bo PER twice (one tp), "New" LOC (boundary fp + the fn New York), "lives" MISC (spurious); r2 missing.
+    pred = [rec("r1", TEXT, [(0, 2, "PER"), (0, 2, "PER"), (12, 15, "LOC"), (3, 8, "MISC")])]
+    result = evaluate(GOLD, pred)
+    assert micro(result) == (1, 2, 3)  # fn: New York, Al, Acme
+    m = result["ner"]["micro"]
+    assert m["precision"] == pytest.approx(1 / 3) and m["recall"] == pytest.approx(1 / 4)
+    assert m["f1"] == pytest.approx(2 * (1 / 3) * (1 / 4) / (1 / 3 + 1 / 4))
+    per = {t: (c["tp"], c["fp"], c["fn"]) for t, c in result["ner"]["per_type"].items()}
+    assert per == {"LOC": (0, 1, 1), "MISC": (0, 1, 0), "ORG": (0, 0, 1), "PER": (1, 0, 1)}
+    # Each false positive in one class; Al and Acme overlap no prediction: missing.
+    assert result["errors"] == {"boundary": 1, "wrong_type": 0, "boundary_and_type": 0, "missing": 2, "spurious": 1}
+
+
+def test_empty_and_absent_predictions_are_all_false_negatives():
+    for pred in ([], [rec("r1", TEXT), rec("r2", TEXT2)]):
+        result = evaluate(GOLD, pred)
+        assert micro(result) == (0, 0, 4) and micro(result, "re") == (0, 0, 2)
+        assert result["ner"]["micro"]["f1"] == 0.0 and result["errors"]["missing"] == 4
+
+
+def test_relation_with_wrong_arguments():
+    # Head "Bo" typed ORG: the relation is wrong in strict mode, right when only boundaries count.
+    wrong_head_type = [rec("r1", TEXT, [(0, 2, "ORG"), (12, 20, "LOC")], [(0, 1, "Live_In")]), GOLD[1]]
+    assert micro(evaluate(GOLD, wrong_head_type), "re") == (1, 1, 1)
+    assert micro(evaluate(GOLD, wrong_head_type, re_mode="boundaries"), "re") == (2, 0, 0)
+    # Tail "New" instead of "New York": wrong in both modes; reversed direction is wrong too.
+    wrong_tail = [rec("r1", TEXT, [(0, 2, "PER"), (12, 15, "LOC")], [(0, 1, "Live_In")]), GOLD[1]]
+    assert micro(evaluate(GOLD, wrong_tail, re_mode="boundaries"), "re") == (1, 1, 1)
+    reversed_ = [rec("r1", TEXT, [(0, 2, "PER"), (12, 20, "LOC")], [(1, 0, "Live_In")]), GOLD[1]]
+    result = evaluate(GOLD, reversed_)
+    assert micro(result, "re") == (1, 1, 1) and result["re"]["per_type"]["Live_In"]["f1"] == 0.0
+
+
+def test_symmetric_types_direction_free_only_when_asked():
+    schema = load_config(resolve_config_path("scierc")).task_schema  # Compare is symmetric, Used-for is not
+    text = "A beats B ."
+    gold = [rec("s", text, [(0, 1, "Method"), (8, 9, "Method")], [(0, 1, "Compare"), (0, 1, "Used-for")])]
+    pred = [rec("s", text, [(0, 1, "Method"), (8, 9, "Method")], [(1, 0, "Compare"), (1, 0, "Used-for")])]
+    assert micro(evaluate(gold, pred, schema), "re") == (0, 2, 2)
+    result = evaluate(gold, pred, schema, symmetric=True)
+    assert micro(result, "re") == (1, 1, 1) and result["re"]["symmetric_types"] == ["Compare", "Conjunction"]
+    assert set(result["ner"]["per_type"]) == set(schema.entity_types)  # every schema type is listed
+    with pytest.raises(ValueError, match="needs the schema"):
+        evaluate(gold, pred, symmetric=True)
+
+
+def test_strings_mode_keeps_ungrounded_gold_triples():
+    text = "Paris , France ; Paris again"
+    meta = {"ungrounded_triples": [["France", "/capital", "Pariś"]]}
+    gold = [rec("n", text, [(0, 5, "Entity"), (8, 14, "Entity")], [(1, 0, "/contains")], meta=meta)]
+    # The prediction grounds "Paris" at its second occurrence: only the strings match.
+    pred = [rec("n", text, [(17, 22, "Entity"), (8, 14, "Entity")], [(1, 0, "/contains")], meta=meta)]
+    assert micro(evaluate(gold, pred), "re") == (0, 1, 1)
+    assert micro(evaluate(gold, pred, re_mode="strings"), "re") == (1, 0, 1)  # the ungrounded triple stays a fn
+
+
+def test_prediction_ids_not_in_gold_are_counted_and_duplicate_ids_rejected():
+    result = evaluate(GOLD, [*GOLD, rec("stray", "x")])
+    assert result["unmatched_predictions"] == 1 and micro(result) == (4, 0, 0)
+    with pytest.raises(ValueError, match="predictions: 1 record ids occur more than once"):
+        evaluate(GOLD, [GOLD[0], GOLD[0]])
+    with pytest.raises(ValueError, match="re_mode"):
+        evaluate(GOLD, GOLD, re_mode="loose")
+
+
+SEM_TEXT = "the cause made an effect"  # e1 "cause" 4-9, e2 "effect" 18-24
+
+
+def sem(rid, label):
+    """A SemEval-style record whose relation encodes `label`."""
+    relations = []
+    if label != "Other":
+        rtype, args = label.split("(")
+        relations = [(0, 1, rtype)] if args.startswith("e1") else [(1, 0, rtype)]
+    return rec(rid, SEM_TEXT, [(4, 9, "Nominal"), (18, 24, "Nominal")], relations)
+
+
+def test_semeval_official_macro_f1_by_hand():
+    cases = [  # (gold, predicted)
+        ("Cause-Effect(e1,e2)", "Cause-Effect(e1,e2)"),  # correct
+        ("Cause-Effect(e2,e1)", "Cause-Effect(e1,e2)"),  # wrong direction: a wrong Cause-Effect prediction
+        ("Message-Topic(e1,e2)", "Other"),
+        ("Other", "Message-Topic(e1,e2)"),
+        ("Message-Topic(e2,e1)", "Message-Topic(e2,e1)"),
+        ("Message-Topic(e1,e2)", "Message-Topic(e1,e2)"),
+        ("Other", "Cause-Effect(e2,e1)"),
+    ]
+    gold = [sem(str(i), g) for i, (g, _) in enumerate(cases)]
+    pred = [sem(str(i), p) for i, (_, p) in enumerate(cases)]
+    assert [semeval_label(g, p) for g, p in zip(gold, pred)] == [p for _, p in cases]
+    result = evaluate(gold, pred, semeval=True)["semeval"]
+    # Cause-Effect: tp 1, predicted 3, gold 2 -> P 1/3, R 1/2, F1 0.4.
+    # Message-Topic: tp 2, predicted 3, gold 3 -> P = R = F1 = 2/3.
+    ce, mt = result["per_relation"]["Cause-Effect"], result["per_relation"]["Message-Topic"]
+    assert (ce["tp"], ce["fp"], ce["fn"]) == (1, 2, 1) and ce["f1"] == pytest.approx(0.4)
+    assert mt["f1"] == pytest.approx(2 / 3)
+    assert result["macro"]["f1"] == pytest.approx((0.4 + 2 / 3) / 2)
+    assert result["macro"]["precision"] == pytest.approx(0.5)
+    # Micro: tp 3 of 6 predicted, 5 gold -> P 0.5, R 0.6, F1 6/11.
+    assert result["micro"]["f1"] == pytest.approx(6 / 11)
+
+
+def test_cli_json_keys_and_table(tmp_path, capsys):
+    gold, pred = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
+    write_records(gold, GOLD)
+    write_records(pred, [GOLD[0], rec("stray", "x")])
+    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--json", "--config", "conll04"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert set(result) == {"ner", "re", "errors", "records", "unmatched_predictions"}
+    assert set(result["ner"]["micro"]) == {"precision", "recall", "f1", "tp", "fp", "fn"}
+    assert result["re"]["mode"] == "strict" and "Kill" in result["re"]["per_type"]
+    assert set(result["errors"]) >= {"boundary", "wrong_type", "missing", "spurious"}
+    assert "1 prediction ids are not in" in captured.err
+    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--re-mode", "boundaries"]) == 0
+    assert "RE (boundaries)" in capsys.readouterr().out
+    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--json", "--config", "nyt"]) == 0
+    assert json.loads(capsys.readouterr().out)["re"]["mode"] == "strings"  # the config's `score:` default
+    assert score_cli.main(["--gold", str(tmp_path / "none.jsonl"), "--pred", str(pred)]) == 1
