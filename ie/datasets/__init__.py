@@ -5,8 +5,8 @@ extension. Malformed input raises `ie.schema.RecordFormatError` naming the file,
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ie.config import ConfigError, DatasetConfig, data_root
 from ie.datasets import conll, dygie, nyt, plaintext, records, semeval, spert

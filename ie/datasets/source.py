@@ -3,9 +3,10 @@ raise `RecordFormatError` naming the file, line and field."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, NoReturn
 
 from ie import schema
 from ie.schema import RecordFormatError
