@@ -61,9 +61,12 @@ class Record(BaseModel):
         return self
 
     def unlabelled(self) -> "Record":
-        """The same text with no labels and no teacher/student extras: what a model is given."""
-        extras = {k: v for k, v in (self.model_extra or {}).items() if k in ("tokens", "meta")}
-        return Record(id=self.id, text=self.text, **extras)
+        """The same text with no labels and no extras but `tokens`: what a model is given.
+
+        `meta` is dropped on purpose: loaders keep gold-derived facts there (SemEval's label, NYT's
+        ungrounded triples), and nothing a model sees may carry the answer."""
+        tokens = (self.model_extra or {}).get("tokens")
+        return Record(id=self.id, text=self.text, **({"tokens": tokens} if tokens is not None else {}))
 
     def triples(self) -> list[tuple[Entity, str, Entity]]:
         return [(self.entities[r.head], r.type, self.entities[r.tail]) for r in self.relations]
