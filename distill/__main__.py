@@ -1,0 +1,80 @@
+"""Turn a teacher run into student training data.
+
+    python -m distill --teacher runs/X --config configs/conll04.yaml --out data/distilled/X \
+        [--ner-per-type 5 --re-per-type 4] [--threshold 0.6] [--exclude FILE.jsonl] [--sweep-ner-per-type 1,3,5,7]
+
+Settings come from the config's `distill:` section, then the flags. The dataset's `exclude_splits`
+(default dev and test) and every `--exclude` file are kept out by id and by text.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from distill.config import DistillConfig, add_arguments
+from distill.export import export, file_sha256
+from distill.select import Exclusion, screen, select
+from ie.config import DatasetConfig, load_config, resolve_config_path
+from ie.schema import Record, read_records
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m distill", description=__doc__.split("\n")[0])
+    p.add_argument("--teacher", type=Path, required=True, help="teacher output folder (has predictions.jsonl)")
+    p.add_argument("--config", required=True, help="dataset config (path or name, e.g. conll04)")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    add_arguments(p)
+    return p
+
+
+def load_exclusion(dataset: DatasetConfig, cfg: DistillConfig) -> tuple[Exclusion, dict[str, int]]:
+    """Records of the excluded splits and files, and how many each contributed."""
+    from ie.datasets import load_input, load_split
+
+    records: list[Record] = []
+    counts: dict[str, int] = {}
+    for split in cfg.exclude_splits:
+        if split not in dataset.splits:
+            print(f"note: {dataset.source}: no split {split!r} to exclude", file=sys.stderr)
+            continue
+        got = list(load_split(dataset, split))
+        counts[f"split:{split}"] = len(got)
+        records += got
+    for path in cfg.exclude:
+        got = list(load_input(path))
+        counts[str(path)] = len(got)
+        records += got
+    return Exclusion.from_records(records), counts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    dataset = load_config(resolve_config_path(args.config))
+    cfg = DistillConfig.from_sources(dataset.section("distill"), vars(args), str(dataset.source))
+    predictions = args.teacher / "predictions.jsonl"
+    if not predictions.is_file():
+        raise SystemExit(f"{predictions}: not found; --teacher must be a teacher output folder")
+    exclusion, excluded = load_exclusion(dataset, cfg)
+    screening = screen(read_records(predictions), cfg.threshold, exclusion)
+    print(f"screening: {screening.summary()}")
+    sources = {"teacher": str(predictions), "teacher_sha256": file_sha256(predictions),
+               "config": str(dataset.source), "excluded_records": excluded}
+    for k in cfg.sweep_ner_per_type or [cfg.ner_per_type]:
+        run_cfg = dataclasses.replace(cfg, ner_per_type=k, sweep_ner_per_type=[])
+        out = args.out / f"ner{k}" if cfg.sweep_ner_per_type else args.out
+        selection = select(screening.passed, dataset.task_schema, k, run_cfg.re_per_type, run_cfg.seed)
+        manifest = export(out, screening, selection, dataset.task_schema, run_cfg, sources)
+        sel = manifest["selection"]
+        cost = manifest["openai"].get("estimated_cost_usd")
+        print(f"{out}: {sel['records']} records (train {sel['train']}, validation {sel['validation']}); "
+              f"OpenAI fine-tuning estimate: {'n/a' if cost is None else f'${cost}'}")
+        for w in manifest["warnings"]:
+            print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
