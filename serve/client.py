@@ -1,0 +1,126 @@
+"""Ask a served student for entities and relations: any OpenAI-compatible endpoint (vLLM, llama.cpp, OpenAI).
+
+    from serve.client import extract
+    records = extract(["Ronald Reagan was born in Tampico ."], endpoint="http://127.0.0.1:8000/v1",
+                      model="student", config="conll04")
+
+    python -m serve.client --endpoint URL --model student --input FILE --config configs/conll04.yaml --out OUT.jsonl
+
+The prompt is the distill template (`distill.template.build_messages`), the answer is constrained by
+`response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds
+them (`distill.template.parse_answer`, built on `ie.grounding`). Each output record has:
+- `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
+- `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
+  `wall_s`, `ungrounded_mentions` when some were not found in the text, and `error` when the answer never
+  validated (the labels are then what could be salvaged from the raw answer, often none).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from distill.template import answer_model, build_messages, mention_rules, parse_answer
+from ie.config import TaskSchema, load_config, resolve_config_path
+from ie.llm.client import Endpoint, LLMClient
+from ie.llm.types import SamplingParams
+from ie.schema import Record, write_records
+from teacher.mentions import MentionRules
+
+DEFAULT_PARAMS = SamplingParams(temperature=0.0, seed=0, max_tokens=1024)
+
+
+class StudentExtractor:
+    """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
+
+    def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
+                 rules: MentionRules | None = None):
+        self.client, self.schema, self.params, self.rules = client, schema, params, rules
+        self._answer_model = answer_model(schema)
+
+    async def extract_record(self, record: Record) -> Record:
+        started = time.perf_counter()
+        messages = build_messages(record.text, self.schema)
+        (c,) = await self.client.structured(messages, self._answer_model, self.params)
+        parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules)
+        stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
+                 "completion_tokens": c.usage.completion_tokens, "failed_calls": int(not c.ok),
+                 "cached": c.cached, **parsed.model_extra["stats"], "wall_s": round(time.perf_counter() - started, 4)}
+        if not c.ok:
+            stats["error"] = c.error
+        base = record.unlabelled()
+        return base.model_copy(update={"entities": parsed.entities, "relations": parsed.relations,
+                                       "stats": stats})
+
+    async def extract_batch(self, items: Sequence[str | Record]) -> list[Record]:
+        """One record per item, in order; a `str` item gets the id of its position."""
+        records = [Record(id=str(i), text=x) if isinstance(x, str) else x for i, x in enumerate(items)]
+        return list(await asyncio.gather(*(self.extract_record(r) for r in records)))
+
+
+async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str, schema: TaskSchema, *,
+                        rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
+                        cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS
+                        ) -> list[Record]:
+    client = LLMClient.from_endpoints([Endpoint(endpoint, model, api_key_env)], cache_path=cache_path,
+                                      concurrency=concurrency)
+    try:
+        return await StudentExtractor(client, schema, params, rules).extract_batch(texts)
+    finally:
+        await client.aclose()
+
+
+def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, config: str | Path = "conll04",
+            **kwargs) -> Record | list[Record]:
+    """One text -> one record; a list -> a list. `config`: dataset config path or name (for the schema)."""
+    dataset = load_config(resolve_config_path(str(config)))
+    items = [texts] if isinstance(texts, str) else list(texts)
+    records = asyncio.run(extract_async(items, endpoint, model, dataset.task_schema, rules=mention_rules(dataset),
+                                        **kwargs))
+    return records[0] if isinstance(texts, str) else records
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m serve.client", description=__doc__.split("\n")[0])
+    p.add_argument("--endpoint", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", required=True, help="served model or LoRA adapter name (e.g. student)")
+    p.add_argument("--input", type=Path, required=True, help="records to label (any ie.datasets input)")
+    p.add_argument("--config", required=True, help="dataset config (path or name) giving the schema")
+    p.add_argument("--out", type=Path, required=True, help="output records JSONL")
+    p.add_argument("--concurrency", type=int, default=8, help="requests in flight")
+    p.add_argument("--max-tokens", type=int, default=DEFAULT_PARAMS.max_tokens, help="answer length limit")
+    p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file")
+    p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the API key")
+    p.add_argument("--limit", type=int, default=None, help="label only the first N records")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.concurrency < 1 or args.max_tokens < 1:
+        raise SystemExit("--concurrency and --max-tokens must be >= 1")
+    from ie.datasets import load_input
+
+    dataset = load_config(resolve_config_path(args.config))
+    records = [r.unlabelled() for r in load_input(args.input)][: args.limit]
+    params = SamplingParams(temperature=0.0, seed=0, max_tokens=args.max_tokens)
+    started = time.perf_counter()
+    out = asyncio.run(extract_async(records, args.endpoint, args.model, dataset.task_schema,
+                                    rules=mention_rules(dataset), api_key_env=args.api_key_env, concurrency=args.concurrency,
+                                    cache_path=args.cache, params=params))
+    write_records(args.out, out)
+    totals = {k: sum(r.model_extra["stats"][k] for r in out)
+              for k in ("calls", "prompt_tokens", "completion_tokens", "failed_calls", "ungrounded", "invalid")}
+    run = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+           "records": len(out), "totals": totals, "wall_s": round(time.perf_counter() - started, 3)}
+    args.out.with_suffix(".run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    print(f"{args.out}: {len(out)} records; {totals}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

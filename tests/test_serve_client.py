@@ -1,0 +1,96 @@
+import json
+import socket
+
+import pytest
+
+from distill.template import build_messages
+from ie.config import load_config, resolve_config_path
+from ie.llm.client import LLMClient
+from ie.llm.fake import ScriptedTransport
+from ie.llm.types import TransportError
+from ie.schema import Record, read_records, write_records
+from serve.client import StudentExtractor, main
+
+DATASET = load_config(resolve_config_path("conll04"))
+SCHEMA = DATASET.task_schema
+TEXT = "Lee Harvey Oswald shot John F. Kennedy in Dallas ."
+GOOD = json.dumps({
+    "entities": [{"text": "Lee Harvey Oswald", "type": "Peop"}, {"text": "John F. Kennedy", "type": "Peop"},
+                 {"text": " Dallas", "type": "Loc"}, {"text": "Houston", "type": "Loc"}],
+    "relations": [{"head": "Lee Harvey Oswald", "head_type": "Peop", "type": "Kill", "tail": "John F. Kennedy",
+                   "tail_type": "Peop"}],
+})
+
+
+def extractor(script) -> tuple[StudentExtractor, ScriptedTransport]:
+    transport = ScriptedTransport(script)
+    return StudentExtractor(LLMClient([transport], backoff_s=0.0), SCHEMA), transport
+
+
+async def test_extract_grounds_spans_and_reports_stats():
+    ex, transport = extractor(lambda req: GOOD)
+    (rec,) = await ex.extract_batch([TEXT])
+    assert rec.id == "0" and rec.text == TEXT
+    assert [(e.text, e.type, e.start) for e in rec.entities] == [
+        ("Lee Harvey Oswald", "Peop", 0), ("John F. Kennedy", "Peop", 23), ("Dallas", "Loc", 42)]
+    assert [(rec.entities[r.head].text, r.type, rec.entities[r.tail].text) for r in rec.relations] == [
+        ("Lee Harvey Oswald", "Kill", "John F. Kennedy")]
+    stats = rec.model_extra["stats"]
+    assert stats["calls"] == 1 and stats["failed_calls"] == 0 and stats["ungrounded"] == 1
+    assert stats["ungrounded_mentions"] == ["Houston"] and "error" not in stats
+    request = transport.requests[0]
+    assert request.messages == build_messages(TEXT, SCHEMA)
+    assert request.response_format["type"] == "json_schema"
+    assert "Peop" in json.dumps(request.response_format["json_schema"]["schema"])
+
+
+async def test_invalid_answer_is_reasked_then_recorded_not_raised():
+    bad = json.dumps({"entities": [{"text": "Dallas", "type": "Loc"}, {"text": "Kennedy", "type": "PERSON"}],
+                      "relations": []})
+    ex, transport = extractor(lambda req: bad)
+    inputs = [Record(id="a", text=TEXT, meta={"k": 1}), Record(id="b", text="Nothing here .")]
+    recs = await ex.extract_batch(inputs)
+    assert [r.id for r in recs] == ["a", "b"]
+    stats = recs[0].model_extra["stats"]
+    assert stats["failed_calls"] == 1 and stats["calls"] == 3 and "invalid answer" in stats["error"]
+    # what the raw answer still held is salvaged: the valid entity, grounded; the unknown type counted
+    assert [(e.text, e.type) for e in recs[0].entities] == [("Dallas", "Loc")]
+    assert stats["invalid"] == 1
+    assert len(transport.requests) == 6
+
+
+async def test_transport_failure_gives_empty_record():
+    ex, _ = extractor(lambda req: TransportError("HTTP 400: bad request", retryable=False, status=400))
+    (rec,) = await ex.extract_batch(["Some text ."])
+    stats = rec.model_extra["stats"]
+    assert rec.entities == [] and stats["failed_calls"] == 1 and stats["error"].startswith("transport: HTTP 400")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_cli_end_to_end_against_embedded_smollm(tmp_path):
+    from serve.local import server_class
+
+    port = _free_port()
+    inputs = [Record(id="s1", text="John Smith lives in Boston ."),
+              Record(id="s2", text="IBM is based in Armonk , New York .")]
+    write_records(tmp_path / "in.jsonl", inputs)
+    with server_class(port)("smollm2-135m", n_parallel=2) as server:
+        assert server.base_url == f"http://127.0.0.1:{port}/v1"
+        out = tmp_path / "out.jsonl"
+        assert main(["--endpoint", server.base_url, "--model", server.model_name, "--input",
+                     str(tmp_path / "in.jsonl"), "--config", "conll04", "--out", str(out),
+                     "--max-tokens", "256", "--concurrency", "2"]) == 0
+    recs = read_records(out)  # validates offsets and entity texts
+    assert [r.id for r in recs] == ["s1", "s2"]
+    for r in recs:
+        assert all(e.type in SCHEMA.entity_types for e in r.entities)
+        assert all(r.text[e.start:e.end] == e.text for e in r.entities)
+        assert r.model_extra["stats"]["calls"] >= 1
+    run = json.loads(out.with_suffix(".run.json").read_text())
+    assert run["records"] == 2 and run["totals"]["calls"] >= 2
