@@ -1,0 +1,142 @@
+"""What agents claim, what survives, and how the survivors become a record (pure functions).
+
+An `EntityClaim` is one agent's typed span; a `RelationClaim` one agent's typed pair of spans. A `Decision` is
+a claim kept in the output, with the confidences backing it and how it was settled.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ie.config import TaskSchema
+from ie.grounding import Span
+from ie.schema import Entity, Record, Relation
+from teacher.mentions import MentionRules, ground, overlaps, resolve_overlaps
+
+
+@dataclass(frozen=True, order=True)
+class Arg:
+    """A typed span of the text."""
+    start: int
+    end: int
+    type: str
+    text: str
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return (self.start, self.end)
+
+
+@dataclass(frozen=True)
+class EntityClaim:
+    arg: Arg
+    agent: str
+    confidence: float
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class RelationClaim:
+    head: Arg
+    tail: Arg
+    type: str
+    agent: str
+    confidence: float
+    evidence: str = ""
+
+    @property
+    def pair(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        return (self.head.span, self.tail.span)
+
+
+Claim = EntityClaim | RelationClaim
+
+
+@dataclass(frozen=True)
+class Decision:
+    claim: Claim
+    support: tuple[float, ...]  # confidences of the agents (and rounds) that back this claim
+    settled: str = "uncontested"  # uncontested | consensus_round_N | summarizer | fallback | ...
+    confidence: float | None = None
+
+
+def uncontested(claims: Sequence[Claim], settled: str = "uncontested") -> list[Decision]:
+    return [Decision(c, (c.confidence,), settled) for c in claims]
+
+
+def entity_claims(text: str, items: Sequence, etype: str, agent: str, rules: MentionRules,
+                  type_names: Sequence[str]) -> tuple[list[EntityClaim], int]:
+    """Every grounded occurrence of every item (of one agent and type), nested repeats dropped; and how
+    many items could not be grounded."""
+    found, ungrounded = [], 0
+    for item in items:
+        spans = ground(text, item.text, rules, type_names)
+        ungrounded += not spans
+        for s in spans:
+            claim = EntityClaim(Arg(s.start, s.end, etype, s.text), agent, item.confidence, item.evidence)
+            found.append(((s.start, s.end), 0.0, claim))
+    return resolve_overlaps(found), ungrounded
+
+
+def snap(spans: Sequence[Span], allowed: Sequence[str], entities: Sequence[Arg]) -> list[Arg]:
+    """Relation arguments onto known entities of an allowed type where they overlap ("Reagan" -> "Ronald
+    Reagan"); otherwise the span itself, typed with the first allowed type."""
+    args = []
+    for s in spans:
+        known = [e for e in entities if e.type in allowed and overlaps(e.span, (s.start, s.end))]
+        args.append(known[0] if known else Arg(s.start, s.end, allowed[0], s.text))
+    return sorted(set(args))
+
+
+def closest_pair(heads: Sequence[Arg], tails: Sequence[Arg]) -> tuple[Arg, Arg] | None:
+    pairs = [(h, t) for h in heads for t in tails if not overlaps(h.span, t.span)]
+    if not pairs:
+        return None
+    return min(pairs, key=lambda p: (abs(p[0].start - p[1].start), p[0].start))
+
+
+def relation_claim(text: str, head: str, tail: str, relation: str, schema: TaskSchema, entities: Sequence[Arg],
+                   rules: MentionRules, agent: str, confidence: float, evidence: str = "",
+                   named_types: tuple[str | None, str | None] = (None, None)) -> RelationClaim | None:
+    """Ground a named (head, tail) pair of `relation`; None when an argument cannot be grounded. An argument
+    NER lacks takes the type the model named for it if the relation allows it, else the relation's first."""
+    spec, names = schema.relation_types[relation], list(schema.entity_types)
+    head_types = _prefer(spec.head or names, named_types[0])
+    tail_types = _prefer(spec.tail or names, named_types[1])
+    heads = snap(ground(text, head, rules, names), head_types, entities)
+    tails = snap(ground(text, tail, rules, names), tail_types, entities)
+    pair = closest_pair(heads, tails)
+    if pair is None:
+        return None
+    return RelationClaim(pair[0], pair[1], relation, agent, confidence, evidence)
+
+
+def _prefer(types: Sequence[str], named: str | None) -> list[str]:
+    return [named] + [t for t in types if t != named] if named in types else list(types)
+
+
+def allowed(schema: TaskSchema, claim: RelationClaim) -> bool:
+    return schema.relation_types[claim.type].allows(claim.head.type, claim.tail.type)
+
+
+def flatten(entities: Sequence[Decision]) -> list[Decision]:
+    """Flat typing: no two output entities overlap (the more confident wins)."""
+    scored = [(d.claim.arg.span, d.confidence or 0.0, d) for d in entities]
+    return resolve_overlaps(scored)
+
+
+def assemble(record: Record, entities: Sequence[Decision], relations: Sequence[Decision]) -> Record:
+    """The output record: entities in text order, relations indexing them (a relation whose arguments are not
+    both among the entities is dropped), one relation per (head, tail, type)."""
+    ents = sorted({d.claim.arg: d for d in entities}.items())
+    index = {arg: i for i, (arg, _) in enumerate(ents)}
+    out_ents = [Entity(start=a.start, end=a.end, type=a.type, text=a.text, confidence=d.confidence)
+                for a, d in ents]
+    rels: dict[tuple[int, int, str], Relation] = {}
+    for d in relations:
+        c = d.claim
+        if c.head in index and c.tail in index:
+            key = (index[c.head], index[c.tail], c.type)
+            rels.setdefault(key, Relation(head=key[0], tail=key[1], type=c.type, confidence=d.confidence))
+    extras = {k: v for k, v in (record.model_extra or {}).items() if k in ("tokens", "meta")}
+    return Record(id=record.id, text=record.text, entities=out_ents, relations=list(rels.values()), **extras)

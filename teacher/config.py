@@ -1,0 +1,97 @@
+"""The teacher's one typed config: the dataset file's `teacher:` section, then command-line overrides.
+
+Every field becomes a `--flag` (underscores as dashes) with its `help`; `__post_init__` rejects bad values
+with a message naming the field and the fix, before any server starts.
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ie.config import ConfigError
+from ie.scoring import RE_MODES
+
+
+def _opt(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class TeacherConfig:
+    config: str = _opt("configs/conll04.yaml", "dataset config (schema + splits), or just its name")
+    split: str | None = _opt(None, "dataset split to label (exclusive with --input)")
+    input: str | None = _opt(None, "file to label: .jsonl records, .txt one sentence a line, .json SpERT")
+    method: str = _opt("crossagentie", "labelling method (see teacher.methods.METHODS)")
+    limit: int | None = _opt(None, "label only the first N records")
+    out: str | None = _opt(None, "output folder (default runs/<method>)")
+    model: str | None = _opt(None, "embedded llama.cpp model: catalogue name or GGUF path (default: catalogue's)")
+    endpoint: str | None = _opt(None, "OpenAI-compatible base URL; no endpoint = embedded llama.cpp server")
+    model_name: str | None = _opt(None, "model name at --endpoint")
+    api_key_env: str | None = _opt(None, "NAME of the env var holding the endpoint's API key")
+    concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
+    max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
+    cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
+    seed: int = _opt(0, "base seed for sampling and speaking order")
+    extract_temperature: float = _opt(0.0, "temperature of extraction agents")
+    debate_temperature: float = _opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
+    frequency_penalty: float = _opt(0.1, "frequency penalty of debaters (paper: 0.1)")
+    max_tokens: int = _opt(200, "max answer tokens of one agent call (single-prompt baselines get 2x)")
+    sc_samples: int = _opt(5, "samples for (soft-)self-consistency")
+    sc_temperature: float = _opt(0.7, "temperature of self-consistency samples")
+    require_capital_or_digit: bool = _opt(True, "drop mentions with no capital letter or digit (named entities)")
+    max_mention_words: int = _opt(8, "drop mentions longer than this many words")
+    re_mode: str = _opt("strict", "relation scoring mode of ie.scoring (strict, boundaries, strings)")
+    cache: bool = _opt(True, "use the call cache (<out>/calls.sqlite): a re-run repeats no LLM call")
+    progress: bool = _opt(True, "show a progress bar")
+
+    def __post_init__(self) -> None:
+        from teacher.methods import METHODS
+
+        if self.method not in METHODS:
+            raise ConfigError(f"teacher.method: unknown method {self.method!r}; choose one of {sorted(METHODS)}")
+        if self.endpoint and not self.model_name:
+            raise ConfigError("teacher.model_name: --endpoint needs --model-name (the model served there)")
+        if self.endpoint and self.model:
+            raise ConfigError("teacher.model: --model starts the embedded server; drop it when using --endpoint")
+        for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
+        for name in ("max_rounds", "cross_task_rounds"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"teacher.limit: must be at least 1, got {self.limit}")
+        for name in ("extract_temperature", "debate_temperature", "sc_temperature"):
+            if not 0.0 <= getattr(self, name) <= 2.0:
+                raise ConfigError(f"teacher.{name}: must be in [0, 2], got {getattr(self, name)}")
+        if self.re_mode not in RE_MODES:
+            raise ConfigError(f"teacher.re_mode: one of {RE_MODES}, got {self.re_mode!r}")
+
+    def check_source(self) -> None:
+        """A run (not the library) needs exactly one of --split / --input."""
+        if bool(self.split) == bool(self.input):
+            raise ConfigError("teacher: give exactly one of --split (e.g. dev) or --input FILE")
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.out or f"runs/{self.method}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The resolved settings; holds the NAME of the key variable only, never a key."""
+        return asdict(self)
+
+    @classmethod
+    def from_sources(cls, section: dict[str, Any], overrides: dict[str, Any]) -> TeacherConfig:
+        """`section` = the YAML `teacher:` mapping; `overrides` = flags given (None = not given)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(section) - known)
+        if unknown:
+            raise ConfigError(f"teacher.{unknown[0]}: unknown setting; known: {sorted(known)}")
+        merged = {**section, **{k: v for k, v in overrides.items() if v is not None}}
+        return cls(**merged)
+
+
+def cli_fields() -> list[tuple[str, Any, str]]:
+    """(name, default, help) of every setting, in order: what the parser turns into flags."""
+    return [(f.name, None if f.default is MISSING else f.default, f.metadata["help"]) for f in fields(TeacherConfig)]

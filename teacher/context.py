@@ -1,0 +1,92 @@
+"""What one record's labelling carries: the client, schema and settings, and the transcript and usage it
+accumulates. Every LLM call of every method goes through `RecordContext.ask`, so every call is recorded."""
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from ie.config import TaskSchema
+from ie.llm.client import LLMClient
+from ie.llm.types import Completion, SamplingParams, Usage
+from ie.schema import Record
+from teacher.config import TeacherConfig
+from teacher.mentions import MentionRules
+from teacher.templates import render
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class Transcript:
+    """The record's `debate` extra: every call, every conflict and how it was settled, Δ per cross-task round."""
+    method: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    alignment: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class RecordContext:
+    def __init__(self, record: Record, schema: TaskSchema, client: LLMClient, cfg: TeacherConfig, method: str):
+        self.record, self.text, self.schema, self.client, self.cfg = record, record.text, schema, client, cfg
+        self.rules = MentionRules(cfg.require_capital_or_digit, cfg.max_mention_words)
+        self.transcript = Transcript(method)
+        self.usage = Usage()
+        self.failed_calls = 0
+        self.ungrounded = 0
+        # Speaking order etc. must not depend on Python's per-process hash seed: a re-run hits the call cache.
+        self.rng = random.Random(cfg.seed * 1_000_003 + zlib.crc32(record.id.encode("utf-8")))
+
+    @property
+    def type_names(self) -> list[str]:
+        return list(self.schema.entity_types)
+
+    def params(self, kind: str, scale: int = 1) -> SamplingParams:
+        """extract: deterministic agents; debate: the paper's debate sampling; sample: self-consistency."""
+        cfg, tokens = self.cfg, self.cfg.max_tokens * scale
+        if kind == "debate":
+            return SamplingParams(cfg.debate_temperature, cfg.seed, cfg.frequency_penalty, tokens)
+        if kind == "sample":
+            return SamplingParams(cfg.sc_temperature, cfg.seed, 0.0, tokens, logprobs=True)
+        return SamplingParams(cfg.extract_temperature, cfg.seed, 0.0, tokens)
+
+    async def ask(self, template: str, answer: type[T], /, *, role: str, agent: str, params: SamplingParams,
+                  n: int = 1, round: int | None = None, **fields: object) -> list[Completion[T]]:
+        """Render `template`, ask, and log each completion (valid or not) in the transcript."""
+        messages = render(template, self.schema, self.text, **fields)
+        completions = await self.client.structured(messages, answer, params, n=n)
+        for i, c in enumerate(completions):
+            self.usage.add(c.usage)
+            self.failed_calls += not c.ok
+            entry: dict[str, Any] = {"role": role, "agent": agent, "template": f"{template}.txt"}
+            if round is not None:
+                entry["round"] = round
+            if n > 1:
+                entry["sample"] = i
+            entry.update(answer=c.value.model_dump() if c.ok else c.raw, prompt_tokens=c.usage.prompt_tokens,
+                         completion_tokens=c.usage.completion_tokens, attempts=c.attempts, cached=c.cached)
+            if c.error:
+                entry["error"] = c.error
+            self.transcript.calls.append(entry)
+        return completions
+
+    def note(self, message: str) -> None:
+        self.transcript.notes.append(message)
+
+    def stats(self, wall_s: float) -> dict[str, Any]:
+        settled = [c["settled_by"] for c in self.transcript.conflicts]
+        return {
+            **self.usage.as_dict(),
+            "failed_calls": self.failed_calls,
+            "ungrounded_items": self.ungrounded,
+            "conflicts": len(settled),
+            "unresolved_conflicts": sum(s == "fallback" for s in settled),
+            "wall_s": round(wall_s, 3),
+        }

@@ -1,0 +1,96 @@
+"""Inter-group cross-task debate (§3.4): NER's entities, filtered by each relation's head/tail types, are what
+the RE agents consider; RE's triples, as natural-language statements ("Reagan lives in America"), go back to
+the NER type agents, who check the entities the relations require but NER lacks (Δ, see `alignment`); the
+entities they add or retype go back to the RE agents that have not seen them. Rounds are bounded.
+
+Cost: a feedback call is made only for a type agent with entities to check (all of them in one call), and a
+later round re-runs only the RE agents with candidates they have neither been shown nor named themselves.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ie.config import TaskSchema
+from teacher.alignment import Check, Delta, align, delta
+from teacher.answers import VerifyAnswer
+from teacher.claims import Arg, Decision, RelationClaim
+from teacher.context import RecordContext
+from teacher.cross_type_debate import settle
+from teacher.type_agents import candidates, ner_agent_name, re_agents
+
+
+def statements(schema: TaskSchema, relations: Sequence[Decision], arg: Arg) -> list[str]:
+    rels: list[RelationClaim] = [d.claim for d in relations]  # type: ignore[misc]
+    return [schema.statement(r.type, r.head.text, r.tail.text) for r in rels if arg in (r.head, r.tail)]
+
+
+async def verify_type(ctx: RecordContext, etype: str, args: Sequence[Arg], gap: Delta,
+                      relations: Sequence[Decision], round: int) -> dict[Arg, Check]:
+    """One type agent checks its required entities, with the relation statements that need them as context."""
+    held = {new: old.type for old, new in gap.mismatched}
+    items = "\n".join(f'{i}. "{a.text}"' + (f" (now labelled {held[a]})" if a in held else "")
+                      for i, a in enumerate(args, 1))
+    said = list(dict.fromkeys(s for a in args for s in statements(ctx.schema, relations, a)))
+    [c] = await ctx.ask("verify", VerifyAnswer, role="feedback", agent=ner_agent_name(etype),
+                        params=ctx.params("extract"), round=round, type=etype,
+                        description=ctx.schema.entity_types[etype].description, statements="; ".join(said),
+                        items=items)
+    checks: dict[Arg, Check] = {}
+    for v in c.value.verdicts if c.ok else []:
+        if 1 <= v.item <= len(args):
+            checks.setdefault(args[v.item - 1], Check(v.accept, v.confidence))
+    return checks
+
+
+async def verify(ctx: RecordContext, gap: Delta, relations: Sequence[Decision], round: int) -> dict[Arg, Check]:
+    by_type: dict[str, list[Arg]] = {}
+    for arg in gap.to_check:
+        by_type.setdefault(arg.type, []).append(arg)
+    found = await asyncio.gather(*(verify_type(ctx, t, args, gap, relations, round) for t, args in by_type.items()))
+    return {arg: check for checks in found for arg, check in checks.items()}
+
+
+def merge(old: Sequence[Decision], new: Sequence[Decision], schema: TaskSchema) -> list[Decision]:
+    """Add later rounds' relations; a repeat, or a type exclusive with one already settled, is left out."""
+    kept = list(old)
+    for d in new:
+        c: RelationClaim = d.claim  # type: ignore[assignment]
+        clash = any(k.claim.pair == c.pair and (k.claim.type == c.type or schema.exclusive(k.claim.type, c.type))
+                    for k in kept)  # type: ignore[union-attr]
+        if not clash:
+            kept.append(d)
+    return kept
+
+
+def unseen(ctx: RecordContext, entities: Sequence[Arg], shown: dict[str, set[Arg]]) -> list[str]:
+    """Relation types whose type-compatible candidates include an entity their agent has not yet seen."""
+    return [name for name, spec in ctx.schema.relation_types.items()
+            if set(candidates(entities, spec.head) + candidates(entities, spec.tail)) - shown[name]]
+
+
+async def cross_task(ctx: RecordContext, entities: list[Decision], debated: bool = True, feedback: bool = True
+                     ) -> tuple[list[Decision], list[Decision]]:
+    """(entities, relations) after RE on NER's candidates and up to `cross_task_rounds` feedback rounds;
+    Δ before/after each round goes to the transcript. Without feedback (or debate), relations whose
+    arguments NER lacks are dropped (and relation conflicts go to the most confident type)."""
+    feedback = feedback and ctx.cfg.cross_task_rounds > 0
+    relations: list[Decision] = []
+    shown: dict[str, set[Arg]] = {name: set() for name in ctx.schema.relation_types}
+    for round in range(1, max(1, ctx.cfg.cross_task_rounds) + 1):
+        args = [d.claim.arg for d in entities]  # type: ignore[union-attr]
+        pending = unseen(ctx, args, shown)
+        if not pending:
+            break
+        claims = await re_agents(ctx, args, pending)
+        for name in pending:  # what an agent was shown or named itself needs no second look
+            spec = ctx.schema.relation_types[name]
+            shown[name] |= set(candidates(args, spec.head) + candidates(args, spec.tail))
+            shown[name] |= {a for c in claims if c.type == name for a in (c.head, c.tail)}
+        relations = merge(relations, await settle(ctx, claims, debated), ctx.schema)
+        gap = delta(entities, relations)
+        checks = await verify(ctx, gap, relations, round) if gap.to_check and feedback else {}
+        entities, relations, actions = align(entities, relations, gap, checks)
+        ctx.transcript.alignment.append({"round": round, "before": gap.as_dict(), "actions": actions,
+                                         "after": delta(entities, relations).as_dict()})
+    return entities, relations

@@ -1,0 +1,140 @@
+"""Intra-group cross-type debate (§3.3): agents whose claims conflict see each other's claims and reasons and
+keep or revise, for up to `max_rounds` rounds, in a seeded shuffled speaking order, with equal weight.
+Consensus ends a conflict's debate; what stays open goes to the Summarizer.
+
+Cost: only agents in a conflict speak, and each agent answers all of its conflicts in one call per round.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from teacher.answers import DebateAnswer
+from teacher.claims import Claim, Decision, RelationClaim, uncontested
+from teacher.conflicts import (
+    Conflict,
+    Position,
+    entity_conflicts,
+    letter,
+    parse_letter,
+    relation_conflicts,
+    render_conflicts,
+)
+from teacher.context import RecordContext
+from teacher.summarizer import fallback, summarize
+
+Positions = dict[tuple[str, str], Position]
+
+
+def agent_description(ctx: RecordContext, agent: str) -> str:
+    group, _, name = agent.partition(":")
+    types = ctx.schema.entity_types if group == "ner" else ctx.schema.relation_types
+    return types[name].description
+
+
+def initial_positions(conflicts: Sequence[Conflict]) -> Positions:
+    """Round 0: each agent stands by its own most confident option."""
+    positions: Positions = {}
+    for conflict in conflicts:
+        for i, option in enumerate(conflict.options):
+            claim = max(option.claims, key=lambda c: c.confidence)
+            current = positions.get((conflict.id, option.agent))
+            if current is None or claim.confidence > current.confidence:
+                positions[(conflict.id, option.agent)] = Position(i, claim.confidence, claim.evidence, 0)
+    return positions
+
+
+def consensus(conflict: Conflict, positions: Positions) -> bool:
+    return len({positions[(conflict.id, a)].choice for a in conflict.agents}) == 1
+
+
+async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], positions: Positions,
+                round: int) -> None:
+    """One agent's turn on all its open conflicts; an invalid or missing stance keeps the previous one."""
+    [c] = await ctx.ask("debate", DebateAnswer, role="debater", agent=agent, params=ctx.params("debate"),
+                        round=round, name=agent.split(":")[-1], description=agent_description(ctx, agent),
+                        conflicts=render_conflicts(conflicts, positions))
+    for stance in c.value.stances if c.ok else []:
+        if 1 <= stance.item <= len(conflicts):
+            conflict = conflicts[stance.item - 1]
+            choice = parse_letter(stance.choice, len(conflict.options))
+            if choice is not False:
+                positions[(conflict.id, agent)] = Position(choice, stance.confidence, stance.reason, round)
+
+
+def decide(conflict: Conflict, final: Position, settled_by: str, positions: Positions) -> list[Decision]:
+    """The winning option's claims (every occurrence), backed by the confidences that chose it."""
+    if final.choice is None:
+        return []
+    backing = [positions[(conflict.id, a)].confidence for a in conflict.agents
+               if positions[(conflict.id, a)].choice == final.choice]
+    support = tuple(backing) + ((final.confidence,) if settled_by in ("summarizer", "fallback") else ())
+    return [Decision(c, support or (final.confidence,), settled_by) for c in conflict.options[final.choice].claims]
+
+
+def log_entry(conflict: Conflict, history: list[tuple[str, Position]], settled_by: str,
+              final: Position) -> dict[str, Any]:
+    return {
+        "id": conflict.id, "kind": conflict.kind, "options": [o.label for o in conflict.options],
+        "agents": list(conflict.agents),
+        "stances": [{"round": p.round, "agent": a, "choice": letter(p.choice), "confidence": p.confidence,
+                     "reason": p.reason} for a, p in history],
+        "settled_by": settled_by,
+        "winner": None if final.choice is None else conflict.options[final.choice].label,
+    }
+
+
+async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Decision]:
+    positions = initial_positions(conflicts)
+    history = {c.id: [(a, positions[(c.id, a)]) for a in c.agents] for c in conflicts}
+    settled: dict[str, str] = {}
+    for round in range(1, ctx.cfg.max_rounds + 1):
+        open_ = [c for c in conflicts if c.id not in settled]
+        if not open_:
+            break
+        speakers = sorted({a for c in open_ for a in c.agents})
+        ctx.rng.shuffle(speakers)
+        for agent in speakers:  # in turn: later speakers see this round's earlier answers
+            await speak(ctx, agent, [c for c in open_ if agent in c.agents], positions, round)
+        for c in open_:
+            history[c.id] += [(a, positions[(c.id, a)]) for a in c.agents if positions[(c.id, a)].round == round]
+            if consensus(c, positions):
+                settled[c.id] = f"consensus_round_{round}"
+    still_open = [c for c in conflicts if c.id not in settled]
+    verdicts = await summarize(ctx, still_open, positions)
+    decisions = []
+    for c in conflicts:
+        if c.id in settled:
+            final = positions[(c.id, c.agents[0])]
+        else:
+            settled[c.id] = "summarizer" if c.id in verdicts else "fallback"
+            final = verdicts.get(c.id) or fallback(c, positions)
+        ctx.transcript.conflicts.append(log_entry(c, history[c.id], settled[c.id], final))
+        decisions += decide(c, final, settled[c.id], positions)
+    return decisions
+
+
+def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Decision]:
+    """No debate (the `type-agents` baseline): each conflict goes to its most confident option."""
+    decisions = []
+    for conflict in conflicts:
+        positions = initial_positions([conflict])
+        best = max(range(len(conflict.options)), key=lambda i: conflict.options[i].confidence)
+        final = Position(best, conflict.options[best].confidence, "highest confidence", 0)
+        history = [(a, positions[(conflict.id, a)]) for a in conflict.agents]
+        ctx.transcript.conflicts.append(log_entry(conflict, history, "highest_confidence", final))
+        decisions += [Decision(c, (c.confidence,), "highest_confidence") for c in conflict.options[best].claims]
+    return decisions
+
+
+async def settle(ctx: RecordContext, claims: Sequence[Claim], debated: bool = True) -> list[Decision]:
+    """Decisions for entity or relation claims: undisputed ones kept, conflicts debated (or, without
+    debate, given to the most confident option)."""
+    if claims and isinstance(claims[0], RelationClaim):
+        free, conflicts = relation_conflicts(claims, ctx.schema)  # type: ignore[arg-type]
+    else:
+        free, conflicts = entity_conflicts(claims, ctx.schema.nested_entities)  # type: ignore[arg-type]
+    if not debated:
+        return uncontested(free) + by_confidence(ctx, conflicts)
+    return uncontested(free) + await debate(ctx, conflicts)
+

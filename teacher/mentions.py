@@ -1,0 +1,81 @@
+"""Post-processing of model-named mentions, the same for every method (pure functions).
+
+A weak model drags labels, quotes and articles into mentions, re-spaces tokenised text ("O'Brien" for
+"O 'Brien") and lists common nouns or pronouns; strict F1 punishes all of it. Grounding itself is
+`ie.grounding`; `ground` only adds a whitespace-insensitive fallback for tokenised text.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ie.grounding import Span, ground_mention
+
+_PRONOUNS = frozenset(
+    ["i", "me", "my", "he", "him", "his", "she", "her", "hers", "it", "its", "we", "us", "our", "they", "them", "their", "you", "your", "this", "that", "these", "those", "who", "whom", "which", "what", "there", "here"]
+)
+_UNIT = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class MentionRules:
+    require_capital_or_digit: bool = True
+    max_words: int = 8
+
+
+def clean_mention(raw: str, type_names: Iterable[str] = ()) -> str:
+    """Strip a type label the model wrote around the mention ("Peop: Reagan", "Reagan (Peop)") and quotes."""
+    m = raw.strip().strip("\"'`“”‘’ ")
+    for name in type_names:
+        m = re.sub(rf"^{re.escape(name)}\s*[:=-]\s*|\s*[(\[]{re.escape(name)}[)\]]$", "", m, flags=re.IGNORECASE)
+    return m.strip()
+
+
+def plausible(mention: str, rules: MentionRules) -> bool:
+    words = mention.split()
+    if not words or len(words) > rules.max_words or not any(ch.isalnum() for ch in mention):
+        return False
+    if mention.lower() in _PRONOUNS:
+        return False
+    return not rules.require_capital_or_digit or bool(re.search(r"[A-Z0-9]", mention))
+
+
+def ground_loose(text: str, mention: str) -> list[Span]:
+    """Occurrences ignoring whitespace between words and punctuation, at word boundaries."""
+    units = _UNIT.findall(mention)
+    if not units:
+        return []
+    pattern = r"\s*".join(re.escape(u) for u in units)
+    spans = []
+    for m in re.finditer(rf"(?<!\w){pattern}(?!\w)", text):
+        spans.append(Span(m.start(), m.end(), m.group(0)))
+    return spans
+
+
+def ground(text: str, raw: str, rules: MentionRules, type_names: Iterable[str] = ()) -> list[Span]:
+    """Every occurrence of a cleaned, plausible mention; [] means ungrounded (or implausible)."""
+    mention = clean_mention(raw, type_names)
+    if not plausible(mention, rules):
+        return []
+    spans = ground_mention(text, mention) or ground_loose(text, mention)
+    return [s for s in spans if plausible(s.text, rules)]
+
+
+def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+Item = TypeVar("Item")
+
+
+def resolve_overlaps(spans: Sequence[tuple[tuple[int, int], float, Item]]) -> list[Item]:
+    """Of overlapping spans keep the most confident, then the longest, then the earliest: flat typing, and
+    one source's nested mentions ("John Wilkes Booth" over "Booth") with equal scores."""
+    ordered = sorted(spans, key=lambda s: (-s[1], -(s[0][1] - s[0][0]), s[0][0]))
+    kept: list[tuple[tuple[int, int], float, Item]] = []
+    for entry in ordered:
+        if not any(overlaps(entry[0], k[0]) for k in kept):
+            kept.append(entry)
+    return [item for _, _, item in sorted(kept, key=lambda s: s[0])]

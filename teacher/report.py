@@ -1,0 +1,88 @@
+"""`metrics.json` and `report.md` of a run with gold: strict P/R/F1 (×100), per type, the NER error taxonomy
+(Table 8), how conflicts were settled, Δ before/after alignment, and cost per record."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from ie.config import TaskSchema
+from ie.schema import Record
+from teacher.config import TeacherConfig
+
+COST_KEYS = ("calls", "cached_calls", "failed_calls", "prompt_tokens", "completion_tokens", "ungrounded_items",
+             "wall_s")
+
+
+def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
+    """Totals and per-record means of the teacher's own stats (pure)."""
+    stats = [(r.model_extra or {}).get("stats", {}) for r in predictions]
+    debates = [(r.model_extra or {}).get("debate", {}) for r in predictions]
+    n = max(len(predictions), 1)
+    totals = {k: sum(s.get(k, 0) for s in stats) for k in COST_KEYS}
+    conflicts = [c for d in debates for c in d.get("conflicts", [])]
+    rounds = [a for d in debates for a in d.get("alignment", [])]
+    return {
+        "records": len(predictions),
+        "totals": {k: round(v, 3) for k, v in totals.items()},
+        "per_record": {k: round(v / n, 3) for k, v in totals.items()},
+        "tokens_per_record": round((totals["prompt_tokens"] + totals["completion_tokens"]) / n, 1),
+        "conflicts": {"found": len(conflicts), "by_kind": dict(Counter(c["kind"] for c in conflicts)),
+                      "settled_by": dict(Counter(c["settled_by"] for c in conflicts))},
+        "alignment": {"re_only_before": sum(len(a["before"]["re_only"]) for a in rounds),
+                      "re_only_after": sum(len(a["after"]["re_only"]) for a in rounds),
+                      "actions": dict(Counter(x["action"] for a in rounds for x in a["actions"]))},
+        "notes": dict(Counter(note for d in debates for note in d.get("notes", []) if "skipped" not in note)),
+        "mean_record_confidence": round(mean((r.model_extra or {}).get("confidence", 0.0) for r in predictions), 4)
+        if predictions else 0.0,
+    }
+
+
+def _prf(counts: dict[str, Any]) -> str:
+    return (f"{100 * counts['precision']:.1f} | {100 * counts['recall']:.1f} | {100 * counts['f1']:.1f} | "
+            f"{counts['tp']} | {counts['fp']} | {counts['fn']}")
+
+
+def _score_table(title: str, task: dict[str, Any]) -> list[str]:
+    lines = [f"## {title}", "", "| type | P | R | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|",
+             f"| **micro** | {_prf(task['micro'])} |"]
+    lines += [f"| {t} | {_prf(c)} |" for t, c in task["per_type"].items()]
+    return lines + [""]
+
+
+def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
+    t = metrics["teacher"]
+    model = cfg.model_name if cfg.endpoint else (cfg.model or "catalogue default")
+    lines = [f"# Teacher run: {cfg.method}", "",
+             (f"Data: {cfg.split or cfg.input} of {cfg.config}, {metrics['records']} records "
+             f"({t['records']} labelled). Model: {model}."), ""]
+    lines += _score_table("NER (strict)", metrics["ner"])
+    if metrics["re"]["per_type"]:
+        lines += _score_table(f"RE ({metrics['re']['mode']})", metrics["re"])
+    lines += ["## NER errors (Table 8)", "", "| " + " | ".join(metrics["errors"]) + " |",
+              "|" + "---|" * len(metrics["errors"]), "| " + " | ".join(map(str, metrics["errors"].values())) + " |", ""]
+    c = t["conflicts"]
+    lines += ["## Debate", "", f"Conflicts found: {c['found']} {c['by_kind']}. Settled by: {c['settled_by']}.",
+              (f"Alignment: Δ (B \\ A) {t['alignment']['re_only_before']} before, {t['alignment']['re_only_after']} "
+              f"after; actions {t['alignment']['actions']}."), ""]
+    per = t["per_record"]
+    lines += ["## Cost per record", "", "| calls | cached | failed | prompt tokens | completion tokens | wall s |",
+              "|---|---|---|---|---|---|",
+              (f"| {per['calls']} | {per['cached_calls']} | {per['failed_calls']} | {per['prompt_tokens']} | "
+              f"{per['completion_tokens']} | {per['wall_s']} |"), ""]
+    lines += [f"- {note} ({n} records)" for note, n in t["notes"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record], schema: TaskSchema,
+                 cfg: TeacherConfig) -> dict[str, Any]:
+    from ie.scoring import evaluate
+
+    metrics = evaluate(list(gold), list(predictions), schema=schema, re_mode=cfg.re_mode)  # type: ignore[arg-type]
+    metrics["teacher"] = run_summary(predictions)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(render_report(metrics, cfg), encoding="utf-8")
+    return metrics

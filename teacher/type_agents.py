@@ -1,0 +1,84 @@
+"""Type agents (§3.2): one NER agent per entity type and one RE agent per relation type, each prompted only
+about its own type. The agents of one sentence run concurrently; every span is grounded, ungrounded items
+are dropped and counted."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+
+from teacher.answers import MentionList, PairList
+from teacher.claims import Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
+from teacher.context import RecordContext
+
+
+def ner_agent_name(etype: str) -> str:
+    return f"ner:{etype}"
+
+
+def re_agent_name(relation: str) -> str:
+    return f"re:{relation}"
+
+
+async def ner_agent(ctx: RecordContext, etype: str) -> list[EntityClaim]:
+    spec = ctx.schema.entity_types[etype]
+    examples = ", ".join(spec.examples) or "none given"
+    [c] = await ctx.ask("ner_agent", MentionList, role="ner_agent", agent=ner_agent_name(etype),
+                        params=ctx.params("extract"), type=etype, description=spec.description, examples=examples)
+    if not c.ok:
+        return []
+    claims, ungrounded = entity_claims(ctx.text, c.value.items, etype, ner_agent_name(etype), ctx.rules,
+                                       ctx.type_names)
+    ctx.ungrounded += ungrounded
+    return claims
+
+
+async def ner_agents(ctx: RecordContext) -> list[EntityClaim]:
+    found = await asyncio.gather(*(ner_agent(ctx, t) for t in ctx.schema.entity_types))
+    return [claim for claims in found for claim in claims]
+
+
+def candidates(entities: Iterable[Arg], types: Sequence[str]) -> list[Arg]:
+    return [e for e in entities if not types or e.type in types]
+
+
+def has_pair(heads: Sequence[Arg], tails: Sequence[Arg]) -> bool:
+    return any(h.span != t.span for h in heads for t in tails)
+
+
+def _listing(args: Sequence[Arg]) -> str:
+    names = list(dict.fromkeys(a.text for a in args))  # one line per surface form, in text order
+    return "; ".join(names) or "(none found)"
+
+
+async def re_agent(ctx: RecordContext, relation: str, entities: Sequence[Arg]) -> list[RelationClaim]:
+    spec = ctx.schema.relation_types[relation]
+    heads, tails = candidates(entities, spec.head), candidates(entities, spec.tail)
+    agent = re_agent_name(relation)
+    [c] = await ctx.ask("re_agent", PairList, role="re_agent", agent=agent, params=ctx.params("extract"),
+                        relation=relation, description=spec.description, head_types="|".join(spec.head) or "any",
+                        tail_types="|".join(spec.tail) or "any", heads=_listing(heads), tails=_listing(tails))
+    if not c.ok:
+        return []
+    claims = []
+    for item in c.value.items:
+        claim = relation_claim(ctx.text, item.head, item.tail, relation, ctx.schema, entities, ctx.rules, agent,
+                               item.confidence, item.evidence)
+        ctx.ungrounded += claim is None
+        if claim is not None:
+            claims.append(claim)
+    return claims
+
+
+async def re_agents(ctx: RecordContext, entities: Sequence[Arg],
+                    relations: Iterable[str] | None = None) -> list[RelationClaim]:
+    """RE agents of `relations` (default all) on the NER candidates; an agent with no type-compatible
+    (head, tail) pair is skipped entirely and noted - it would cost a call and find nothing grounded."""
+    chosen = []
+    for rel in relations if relations is not None else ctx.schema.relation_types:
+        spec = ctx.schema.relation_types[rel]
+        if has_pair(candidates(entities, spec.head), candidates(entities, spec.tail)):
+            chosen.append(rel)
+        else:
+            ctx.note(f"{re_agent_name(rel)} skipped: no type-compatible pair among the entities")
+    found = await asyncio.gather(*(re_agent(ctx, rel, entities) for rel in chosen))
+    return [claim for claims in found for claim in claims]
