@@ -37,6 +37,7 @@ class TeacherConfig:
     debate_temperature: float = _opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
     frequency_penalty: float = _opt(0.1, "frequency penalty of debaters (paper: 0.1)")
     max_tokens: int = _opt(200, "max answer tokens of one agent call (single-prompt baselines get 2x)")
+    parse_retries: int = _opt(1, "re-asks after an answer that fails validation (a cut-off answer rarely heals)")
     sc_samples: int = _opt(5, "samples for (soft-)self-consistency")
     sc_temperature: float = _opt(0.7, "temperature of self-consistency samples")
     require_capital_or_digit: bool = _opt(True, "drop mentions with no capital letter or digit (named entities)")
@@ -57,7 +58,7 @@ class TeacherConfig:
         for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
-        for name in ("max_rounds", "cross_task_rounds"):
+        for name in ("max_rounds", "cross_task_rounds", "parse_retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
         if self.limit is not None and self.limit < 1:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ie.config import TaskSchema
+from ie.datasets.tokens import token_offsets
 from ie.llm.client import LLMClient
 from ie.llm.types import Completion, SamplingParams, Usage
 from ie.schema import Record
@@ -36,7 +37,9 @@ class Transcript:
 class RecordContext:
     def __init__(self, record: Record, schema: TaskSchema, client: LLMClient, cfg: TeacherConfig, method: str):
         self.record, self.text, self.schema, self.client, self.cfg = record, record.text, schema, client, cfg
-        self.rules = MentionRules(cfg.require_capital_or_digit, cfg.max_mention_words)
+        tokens = (record.model_extra or {}).get("tokens")
+        bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == record.text else ()
+        self.rules = MentionRules(cfg.require_capital_or_digit, cfg.max_mention_words, bounds)
         self.transcript = Transcript(method)
         self.usage = Usage()
         self.failed_calls = 0

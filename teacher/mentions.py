@@ -19,18 +19,25 @@ _PRONOUNS = frozenset(
 _UNIT = re.compile(r"\w+|[^\w\s]")
 
 
+_ARTICLE = re.compile(r"^(?:the|The|a|an|A|An)\s+(?=\S)")
+
+
 @dataclass(frozen=True)
 class MentionRules:
     require_capital_or_digit: bool = True
     max_words: int = 8
+    # [start, end) of each token when the text is tokens joined by spaces: spans snap to whole tokens
+    # ("Boise" -> "Boise." when the tokeniser kept the period), since gold spans never split a token.
+    tokens: tuple[tuple[int, int], ...] = ()
 
 
 def clean_mention(raw: str, type_names: Iterable[str] = ()) -> str:
-    """Strip a type label the model wrote around the mention ("Peop: Reagan", "Reagan (Peop)") and quotes."""
+    """Strip a type label the model wrote around the mention ("Peop: Reagan", "Reagan (Peop)"), quotes and a
+    leading article: names follow "the" far more often than they include it (CoNLL04 train: 393 to 14)."""
     m = raw.strip().strip("\"'`“”‘’ ")
     for name in type_names:
         m = re.sub(rf"^{re.escape(name)}\s*[:=-]\s*|\s*[(\[]{re.escape(name)}[)\]]$", "", m, flags=re.IGNORECASE)
-    return m.strip()
+    return _ARTICLE.sub("", m.strip())
 
 
 def plausible(mention: str, rules: MentionRules) -> bool:
@@ -60,7 +67,18 @@ def ground(text: str, raw: str, rules: MentionRules, type_names: Iterable[str] =
     if not plausible(mention, rules):
         return []
     spans = ground_mention(text, mention) or ground_loose(text, mention)
+    if rules.tokens:
+        spans = list(dict.fromkeys(snap_to_tokens(text, s, rules.tokens) for s in spans))
     return [s for s in spans if plausible(s.text, rules)]
+
+
+def snap_to_tokens(text: str, span: Span, tokens: Sequence[tuple[int, int]]) -> Span:
+    """Widen a span to the tokens it touches."""
+    inside = [t for t in tokens if t[0] < span.end and span.start < t[1]]
+    if not inside:
+        return span
+    start, end = inside[0][0], inside[-1][1]
+    return Span(start, end, text[start:end])
 
 
 def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:

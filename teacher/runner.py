@@ -133,7 +133,7 @@ async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client:
 async def _label_with_endpoint(out: Path, todo: list[Record], schema: TaskSchema, ep: Endpoint,
                                cfg: TeacherConfig) -> list[Record]:
     client = LLMClient.from_endpoints([ep], cache_path=out / CACHE if cfg.cache else None,
-                                      concurrency=cfg.concurrency)
+                                      concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries)
     try:
         return await _label_into(out, todo, schema, client, cfg)
     finally:
