@@ -115,10 +115,6 @@ def _prefer(types: Sequence[str], named: str | None) -> list[str]:
     return [named] + [t for t in types if t != named] if named in types else list(types)
 
 
-def allowed(schema: TaskSchema, claim: RelationClaim) -> bool:
-    return schema.relation_types[claim.type].allows(claim.head.type, claim.tail.type)
-
-
 def flatten(entities: Sequence[Decision]) -> list[Decision]:
     """Flat typing: no two output entities overlap (the more confident wins)."""
     scored = [(d.claim.arg.span, d.confidence or 0.0, d) for d in entities]

@@ -1,7 +1,7 @@
 """Prompt templates (`teacher/prompts/*.txt`, `${name}` placeholders) and the one way they become messages.
 
 Every prompt is: the shared system message (the text is data, never instructions), then a user message that
-opens with the part shared by all agents of one sentence (schema names + delimited text) and ends with the
+opens with the part shared by all agents of one sentence (entity type names + delimited text) and ends with the
 agent's own template - so llama.cpp's prompt cache reuses the prefix across the agents of a sentence.
 """
 from __future__ import annotations
@@ -31,10 +31,7 @@ def escape_text(text: str) -> str:
 
 
 def shared_prefix(schema: TaskSchema, text: str) -> str:
-    relations = f" Relation types: {', '.join(schema.relation_types)}." if schema.relation_types else ""
-    return load("context").substitute(
-        entity_types=", ".join(schema.entity_types), relation_types=relations, text=escape_text(text)
-    )
+    return load("context").substitute(entity_types=", ".join(schema.entity_types), text=escape_text(text))
 
 
 def render(name: str, schema: TaskSchema, text: str, /, **fields: object) -> list[dict[str, str]]:

@@ -20,10 +20,10 @@ def re_agent_name(relation: str) -> str:
 
 
 async def ner_agent(ctx: RecordContext, etype: str) -> list[EntityClaim]:
-    spec = ctx.schema.entity_types[etype]
-    examples = ", ".join(spec.examples) or "none given"
+    # The config's examples stay out of the prompt: a small model copies them as answers.
     [c] = await ctx.ask("ner_agent", MentionList, role="ner_agent", agent=ner_agent_name(etype),
-                        params=ctx.params("extract"), type=etype, description=spec.description, examples=examples)
+                        params=ctx.params("extract"), type=etype,
+                        description=ctx.schema.entity_types[etype].description)
     if not c.ok:
         return []
     claims, ungrounded = entity_claims(ctx.text, c.value.items, etype, ner_agent_name(etype), ctx.rules,

@@ -1,0 +1,53 @@
+"""Every method end to end on two short CoNLL04 sentences against the embedded smollm2-135m server (one server
+for the module). The tiny model extracts little; this checks the real path: schema-constrained answers,
+valid grounded records, transcripts, stats, metrics."""
+import json
+
+import pytest
+
+from ie.config import load_config, resolve_config_path
+from ie.datasets import load_split
+from ie.llm.client import Endpoint, LLMClient
+from ie.schema import Record, read_records, write_records
+from teacher.config import TeacherConfig
+from teacher.methods import METHODS
+from teacher.runner import run
+
+pytestmark = pytest.mark.slow
+FAST = {"max_tokens": 48, "sc_samples": 2, "max_rounds": 1, "cross_task_rounds": 1, "parse_retries": 0,
+        "progress": False}
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    from ie.llm.local import LocalServer
+
+    with LocalServer("smollm2-135m", n_parallel=2, n_ctx=1024) as server:
+        yield Endpoint(server.base_url, server.model_name)
+
+
+@pytest.fixture(scope="module")
+def sentences(tmp_path_factory):
+    dev = load_split(load_config(resolve_config_path("conll04")), "dev")
+    short = sorted(dev[:20], key=lambda r: len(r.text))[:2]
+    path = tmp_path_factory.mktemp("data") / "two.jsonl"
+    write_records(path, short)
+    return path
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_method_on_the_embedded_server(method, endpoint, sentences, tmp_path):
+    cfg = TeacherConfig(input=str(sentences), method=method, out=str(tmp_path / method), **FAST)
+    client = LLMClient.from_endpoints([endpoint], concurrency=2, max_parse_retries=0)
+    out = run(cfg, client)
+    preds = read_records(out / "predictions.jsonl")
+    assert len(preds) == 2
+    for pred in preds:
+        Record.model_validate(pred.model_dump())  # offsets and texts agree
+        stats, debate = pred.model_extra["stats"], pred.model_extra["debate"]
+        assert stats["calls"] >= 1 and stats["prompt_tokens"] > 0 and "error" not in stats
+        assert debate["method"] == method and debate["calls"]
+        assert all({"role", "agent", "template", "prompt_tokens"} <= set(c) for c in debate["calls"])
+        assert 0.0 <= pred.model_extra["confidence"] <= 1.0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["records"] == 2 and metrics["teacher"]["records"] == 2
