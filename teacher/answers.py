@@ -31,7 +31,7 @@ def _first(limit: int):
 
 
 Confidence = Annotated[float, BeforeValidator(_unit), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
-Mention = Annotated[str, BeforeValidator(_cut(80)), Field(json_schema_extra={"maxLength": 80})]
+Mention = Annotated[str, BeforeValidator(_cut(60)), Field(json_schema_extra={"maxLength": 60})]
 Quote = Annotated[str, BeforeValidator(_cut(30)), Field(json_schema_extra={"maxLength": 30})]
 
 
