@@ -3,28 +3,35 @@
 `build_messages` renders `prompts/student.txt` for a text; `render_answer` writes a record's labels as the
 assistant turn; `parse_answer` turns an answer (raw text, dict or pydantic object) back into a grounded
 `Record`. Training export (`distill.export`) and the serving client (`serve.client`) both call these, so the
-prompt and the training format cannot drift. Mentions are grounded with the teacher's own post-processing
-(`teacher.mentions`: cleaning, plausibility, every exact occurrence, flat-overlap resolution). Pure functions.
+prompt and the training format cannot drift. Answers are grounded with the teacher's own post-processing for a
+joint answer (`teacher.baselines.joint`, `teacher.claims`), so teacher and student are scored alike. Pure
+functions.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ie.config import DatasetConfig, TaskSchema
-from ie.schema import Entity, Record, Relation
-from teacher.mentions import MentionRules, ground, resolve_overlaps
+from ie.datasets.tokens import token_offsets
+from ie.schema import Record
+from teacher.baselines import joint, with_arguments
+from teacher.claims import assemble, flatten, uncontested
+from teacher.mentions import MentionRules
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "prompts" / "student.txt"
 _SECTION = re.compile(r"^=== (system|user) ===$", re.MULTILINE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+MAX_MENTION_CHARS = 120
+MAX_ITEMS = 50
 OUTPUT_FORMAT = json.dumps(
     {
         "entities": [{"text": "<exact text>", "type": "<entity type>"}],
@@ -115,29 +122,30 @@ def to_example(record: Record, schema: TaskSchema) -> list[dict[str, str]]:
 @cache
 def _answer_model_cached(schema_json: str) -> type[BaseModel]:
     schema = TaskSchema.model_validate_json(schema_json)
+    mention: Any = (str, Field(max_length=MAX_MENTION_CHARS))
     etype = Literal[tuple(schema.entity_types)]  # type: ignore[valid-type]
-    ent = create_model("Entity", text=(str, ...), type=(etype, ...))
+    ent = create_model("Entity", text=mention, type=(etype, ...))
     if schema.relation_types:
         rtype = Literal[tuple(schema.relation_types)]  # type: ignore[valid-type]
-        rel = create_model("Relation", head=(str, ...), head_type=(etype, ...), type=(rtype, ...),
-                           tail=(str, ...), tail_type=(etype, ...))
-        rel_field: Any = (list[rel], ...)  # type: ignore[valid-type]
+        rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
+                           tail=mention, tail_type=(etype, ...))
+        rel_field: Any = (list[rel], Field(max_length=MAX_ITEMS))  # type: ignore[valid-type]
     else:
         rel_field = (list[AnswerRelation], Field(default_factory=list, max_length=0))
-    return create_model("StudentAnswer", entities=(list[ent], ...), relations=rel_field)  # type: ignore
+    return create_model("StudentAnswer", entities=(list[ent], Field(max_length=MAX_ITEMS)),  # type: ignore
+                        relations=rel_field)
 
 
 def answer_model(schema: TaskSchema) -> type[BaseModel]:
-    """The answer model with the schema's types as enums: what goes into `response_format` (json_schema)."""
+    """The answer model with the schema's types as enums: what goes into `response_format` (json_schema).
+    Length limits are in the schema too, so a grammar-constrained server cannot ramble inside a string."""
     return _answer_model_cached(schema.model_dump_json())
 
 
 @dataclass
 class ParseStats:
-    ungrounded: int = 0  # mentions that are not a substring of the text
-    invalid: int = 0  # malformed items, unknown types, relation arguments the schema does not allow
+    invalid: int = 0  # malformed items, unknown entity or relation types
     error: str | None = None  # the whole answer was unusable (not JSON, not an object)
-    ungrounded_mentions: list[str] = field(default_factory=list)
 
 
 def _load_answer(answer: str | dict | BaseModel) -> tuple[dict, str | None]:
@@ -177,72 +185,51 @@ def mention_rules(dataset: DatasetConfig) -> MentionRules:
                         section.get("max_mention_words", rules.max_words))
 
 
-@dataclass(frozen=True)
-class _Grounder:
+@dataclass
+class _Grounding:
+    """What `teacher.baselines.joint` reads of a `teacher.context.RecordContext`: text, schema, rules, counter."""
     text: str
     schema: TaskSchema
     rules: MentionRules
-    stats: ParseStats
+    ungrounded: int = 0
 
-    def __call__(self, mention: str, etype: str) -> list[tuple[int, int, str]]:
-        spans = ground(self.text, mention, self.rules, self.schema.entity_types)
-        if not spans:
-            self.stats.ungrounded += 1
-            self.stats.ungrounded_mentions.append(mention)
-        return [(s.start, s.end, etype) for s in spans]
+    @property
+    def type_names(self) -> list[str]:
+        return list(self.schema.entity_types)
 
 
-def _closest(heads: list[tuple[int, int, str]], tails: list[tuple[int, int, str]]):
-    pairs = [(h, t) for h in heads for t in tails if h[:2] != t[:2]]
-    return min(pairs, key=lambda p: (abs(p[0][0] - p[1][0]), p[0][0], p[1][0]), default=None)
-
-
-def ground_answer(answer: StudentAnswer, grounder: _Grounder):
-    """Entity keys (start, end, type): every occurrence of each mention, relation arguments included; for
-    flat schemas overlaps are resolved as the teacher does (longest, then earliest). Each relation links the
-    closest surviving occurrences of its head and tail."""
-    schema, stats = grounder.schema, grounder.stats
-    keys: set[tuple[int, int, str]] = set()
-    for e in answer.entities:
-        if e.type not in schema.entity_types:
-            stats.invalid += 1
-            continue
-        keys.update(grounder(e.text, e.type))
-    args = []
-    for r in answer.relations:
-        spec = schema.relation_types.get(r.type)
-        if spec is None or {r.head_type, r.tail_type} - set(schema.entity_types) \
-                or not spec.allows(r.head_type, r.tail_type):
-            stats.invalid += 1
-            continue
-        args.append((grounder(r.head, r.head_type), r.type, grounder(r.tail, r.tail_type)))
-        keys.update(args[-1][0] + args[-1][2])
-    if not schema.nested_entities:
-        keys = set(resolve_overlaps([((k[0], k[1]), 1.0, k) for k in keys]))
-    triples: list[tuple[tuple[int, int, str], str, tuple[int, int, str]]] = []
-    for heads, rtype, tails in args:
-        pair = _closest([h for h in heads if h in keys], [t for t in tails if t in keys])
-        if pair is not None and (pair[0], rtype, pair[1]) not in triples:
-            triples.append((pair[0], rtype, pair[1]))
-    return sorted(keys), triples
+def _joint_items(answer: StudentAnswer, schema: TaskSchema, stats: ParseStats) -> SimpleNamespace:
+    """The answer in the shape of the teacher's joint (one-step) answer; unknown types are counted, not kept."""
+    entities = [SimpleNamespace(text=e.text, type=e.type, confidence=1.0, evidence="")
+                for e in answer.entities if e.type in schema.entity_types]
+    relations = [SimpleNamespace(head=r.head, tail=r.tail, relation=r.type, head_type=r.head_type,
+                                 tail_type=r.tail_type, confidence=1.0, evidence="")
+                 for r in answer.relations if r.type in schema.relation_types]
+    stats.invalid += len(answer.entities) - len(entities) + len(answer.relations) - len(relations)
+    return SimpleNamespace(entities=entities, relations=relations)
 
 
 def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, record_id: str = "",
-                 rules: MentionRules | None = None) -> Record:
-    """A student answer as a grounded record; counts land in the record's `stats` (`ungrounded`, `invalid`,
-    `error`). Never raises for a bad answer: an unusable one gives a record with no labels and `error` set.
-    `rules`: the teacher's mention rules for the dataset (`mention_rules(dataset)`)."""
+                 rules: MentionRules | None = None, tokens: list[str] | None = None) -> Record:
+    """A student answer as a grounded record, post-processed exactly as the teacher's one-step baseline
+    (`teacher.baselines.joint`: every occurrence, arguments snapped to known entities, closest pair; implied
+    arguments added; flat typing; `teacher.claims.assemble`). Counts land in the record's `stats`
+    (`ungrounded`, `invalid`, `error`). Never raises for a bad answer: an unusable one gives a record with no
+    labels and `error` set. `rules`: `mention_rules(dataset)`; `tokens`: the record's tokens, if any."""
     stats = ParseStats()
     obj, stats.error = _load_answer(answer)
     parsed = StudentAnswer(entities=_items(obj, "entities", AnswerEntity, stats),
                            relations=_items(obj, "relations", AnswerRelation, stats))
-    keys, triples = ground_answer(parsed, _Grounder(text, schema, rules or MentionRules(), stats))
-    index = {k: i for i, k in enumerate(keys)}
-    entities = [Entity(start=s, end=e, type=t, text=text[s:e]) for s, e, t in keys]
-    relations = [Relation(head=index[h], tail=index[t], type=rt) for h, rt, t in triples]
-    out_stats = {"ungrounded": stats.ungrounded, "invalid": stats.invalid}
+    bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == text else ()
+    ctx = _Grounding(text, schema, replace(rules or MentionRules(), tokens=bounds))
+    entities, relations = joint(ctx, _joint_items(parsed, schema, stats), "student")  # type: ignore[arg-type]
+    rels = uncontested(relations)
+    ents = with_arguments(uncontested(entities), rels)
+    if not schema.nested_entities:
+        ents = flatten(ents)
+    extras = {"tokens": tokens} if tokens else {}
+    out = assemble(Record(id=record_id, text=text, **extras), ents, rels)
+    out_stats: dict[str, Any] = {"ungrounded": ctx.ungrounded, "invalid": stats.invalid}
     if stats.error:
         out_stats["error"] = stats.error
-    if stats.ungrounded_mentions:
-        out_stats["ungrounded_mentions"] = stats.ungrounded_mentions
-    return Record(id=record_id, text=text, entities=entities, relations=relations, stats=out_stats)
+    return out.model_copy(update={"stats": out_stats})

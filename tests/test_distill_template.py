@@ -75,31 +75,30 @@ def test_prompt_lists_schema_and_delimits_text():
     assert len(template_sha256()) == 64
 
 
-def test_parse_grounds_and_counts_bad_items():
+def test_parse_grounds_like_the_teacher_and_counts_bad_items():
     text = "Robert F. Kennedy was shot by Sirhan Sirhan in Los Angeles ."
     raw = "```json\n" + json.dumps({
         "entities": [{"text": "Robert F. Kennedy", "type": "Peop"}, {"text": "Kennedy", "type": "Peop"},
                      {"text": "Boston", "type": "Loc"}, {"text": "Los Angeles", "type": "City"}, {"oops": 1}],
         "relations": [{"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Kill", "tail": "Kennedy",
                        "tail_type": "Peop"},
-                      {"head": "Los Angeles", "head_type": "Loc", "type": "Kill", "tail": "Kennedy",
+                      {"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Shot", "tail": "Kennedy",
                        "tail_type": "Peop"}],
     }) + "\n```"
     r = parse_answer(text, raw, SCHEMA, "x")
+    # "Kennedy" inside the longer mention is dropped; the relation argument snaps onto "Robert F. Kennedy";
+    # "Sirhan Sirhan", named only in a relation, becomes an entity.
     assert [(e.text, e.type) for e in r.entities] == [("Robert F. Kennedy", "Peop"), ("Sirhan Sirhan", "Peop")]
-    # "Kennedy" lies inside the longer mention: flat typing keeps the longer, and the relation follows it
-    # nowhere, so it is dropped; the relation argument "Sirhan Sirhan" became an entity.
-    assert r.relations == []
-    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 3, "ungrounded_mentions": ["Boston"]}
-
-
-def test_parse_relation_uses_listed_argument():
-    text = "Sirhan Sirhan shot Kennedy ."
-    r = parse_answer(text, {"entities": [], "relations": [
-        {"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Kill", "tail": "Kennedy", "tail_type": "Peop"}]},
-        SCHEMA)
     assert [(r.entities[x.head].text, x.type, r.entities[x.tail].text) for x in r.relations] == [
-        ("Sirhan Sirhan", "Kill", "Kennedy")]
+        ("Sirhan Sirhan", "Kill", "Robert F. Kennedy")]
+    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 3}
+
+
+def test_parse_snaps_spans_to_tokens():
+    tokens = ["He", "flew", "to", "Boise."]
+    r = parse_answer(" ".join(tokens), {"entities": [{"text": "Boise", "type": "Loc"}], "relations": []},
+                     SCHEMA, tokens=tokens)
+    assert [e.text for e in r.entities] == ["Boise."] and r.model_extra["tokens"] == tokens
 
 
 @pytest.mark.parametrize("raw", ["", "no json here", "{not json}", "[1, 2]"])
@@ -113,6 +112,7 @@ def test_answer_model_enumerates_types():
     model = answer_model(SCHEMA)
     schema = json.dumps(model.model_json_schema())
     assert '"enum": ["Peop", "Loc", "Org", "Other"]' in schema
+    assert '"maxLength": 120' in schema and '"maxItems": 50' in schema
     with pytest.raises(ValidationError):
         model.model_validate({"entities": [{"text": "x", "type": "PER"}], "relations": []})
     assert answer_model(SCHEMA) is model
