@@ -66,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_cfg = dataclasses.replace(cfg, ner_per_type=k, sweep_ner_per_type=[])
         out = args.out / f"ner{k}" if cfg.sweep_ner_per_type else args.out
         selection = select(screening.passed, dataset.task_schema, k, run_cfg.re_per_type, run_cfg.seed)
+        if not selection.records:
+            raise SystemExit(f"{predictions}: no record passed screening ({screening.summary()['reasons']}); "
+                             "lower --threshold, or label sentences outside the excluded splits")
         manifest = export(out, screening, selection, dataset.task_schema, run_cfg, sources)
         sel = manifest["selection"]
         cost = manifest["openai"].get("estimated_cost_usd")

@@ -2,7 +2,8 @@
 
 - `train.jsonl`, `validation.jsonl`: `{"messages": [system, user, assistant]}` per line: TRL's and OpenAI's
   fine-tuning format alike (checked and priced with `student.openai_ft.plan_fine_tune`);
-- `dataset/`: the same as a saved `datasets.DatasetDict` (splits `train`, `validation`; columns `id`, `messages`);
+- `dataset/`: the same as a saved `datasets.DatasetDict` (splits `train` and, when not empty, `validation`;
+  columns `id`, `messages`);
 - `selected.jsonl`: the chosen teacher records (labels and confidences, no transcripts);
 - `manifest.json`: sources, settings, screening reasons, counts per type, split ids, warnings, seed, template
   sha256, and the OpenAI plan (examples, tokens, estimated cost) or why the file would be rejected.
@@ -46,12 +47,14 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def save_dataset(path: Path, splits: dict[str, list[Example]]) -> None:
-    """A `DatasetDict` with fixed features, so an empty validation split still has its columns."""
+    """A `DatasetDict` with fixed features; an empty split is left out (datasets cannot save one)."""
     from datasets import Dataset, DatasetDict, Features, List, Value
 
     features = Features({"id": Value("string"),
                          "messages": List({"role": Value("string"), "content": Value("string")})})
-    DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()}
+    columns = {name: {"id": [r["id"] for r in rows], "messages": [r["messages"] for r in rows]}
+               for name, rows in splits.items() if rows}
+    DatasetDict({name: Dataset.from_dict(cols, features=features) for name, cols in columns.items()}
                 ).save_to_disk(str(path))
 
 

@@ -41,6 +41,15 @@ def test_split_is_seeded_and_keeps_one_validation_record():
     assert split_records(recs[:1], 0.1, seed=3) == (recs[:1], [])
 
 
+def test_single_record_exports_no_validation_split(tmp_path):
+    cfg = DistillConfig(threshold=0.0, ner_per_type=1, re_per_type=0)
+    screening = screen(teacher_records(1), cfg.threshold)
+    export(tmp_path, screening, select(screening.passed, SCHEMA, 1, 0, 0), SCHEMA, cfg, {})
+    dataset = load_from_disk(str(tmp_path / "dataset"))
+    assert list(dataset) == ["train"] and len(dataset["train"]) == 1
+    assert (tmp_path / "validation.jsonl").read_text() == ""
+
+
 def test_export_writes_messages_dataset_openai_and_manifest(tmp_path):
     cfg = DistillConfig(threshold=0.6, ner_per_type=4, re_per_type=4, validation_fraction=0.25)
     screening = screen(teacher_records(), cfg.threshold)
@@ -120,6 +129,14 @@ def test_cli_excludes_dev_by_id_and_text_and_sweeps(tmp_path, monkeypatch, capsy
         chosen = {i for ids in manifest["selection"]["chosen_ids"].values() for i in ids}
         assert chosen.isdisjoint({"train-13", "train-8", "train-0"})
     assert "ner3" in capsys.readouterr().out
+
+
+def test_cli_stops_when_nothing_passes(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "data"))
+    write_records(tmp_path / "teacher" / "predictions.jsonl", teacher_records(3))
+    with pytest.raises(SystemExit, match=r"no record passed screening \({'low_confidence': 3}\)"):
+        main(["--teacher", str(tmp_path / "teacher"), "--config", str(_dataset_config(tmp_path)),
+              "--out", str(tmp_path / "out"), "--threshold", "0.99"])
 
 
 def test_cli_reports_missing_teacher_folder(tmp_path):
