@@ -7,12 +7,12 @@
     python -m serve.client --endpoint URL --model student --input FILE --config configs/conll04.yaml --out OUT.jsonl
 
 The prompt is the distill template (`distill.template.build_messages`), the answer is constrained by
-`response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds
-them (`distill.template.parse_answer`, built on `ie.grounding`). Each output record has:
+`response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds a
+joint answer (`distill.template.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
-  `wall_s`, `ungrounded_mentions` when some were not found in the text, and `error` when the answer never
-  validated (the labels are then what could be salvaged from the raw answer, often none).
+  `wall_s`, and `error` when the answer never validated (the labels are then what could be salvaged from the
+  raw answer, often none).
 """
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ class StudentExtractor:
         started = time.perf_counter()
         messages = build_messages(record.text, self.schema)
         (c,) = await self.client.structured(messages, self._answer_model, self.params)
-        parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules)
+        tokens = (record.model_extra or {}).get("tokens")
+        parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules, tokens)
         stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
                  "completion_tokens": c.usage.completion_tokens, "failed_calls": int(not c.ok),
                  "cached": c.cached, **parsed.model_extra["stats"], "wall_s": round(time.perf_counter() - started, 4)}
@@ -64,10 +65,10 @@ class StudentExtractor:
 
 async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str, schema: TaskSchema, *,
                         rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
-                        cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS
-                        ) -> list[Record]:
+                        cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
+                        max_reasks: int = 2) -> list[Record]:
     client = LLMClient.from_endpoints([Endpoint(endpoint, model, api_key_env)], cache_path=cache_path,
-                                      concurrency=concurrency)
+                                      concurrency=concurrency, max_parse_retries=max_reasks)
     try:
         return await StudentExtractor(client, schema, params, rules).extract_batch(texts)
     finally:
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="output records JSONL")
     p.add_argument("--concurrency", type=int, default=8, help="requests in flight")
     p.add_argument("--max-tokens", type=int, default=DEFAULT_PARAMS.max_tokens, help="answer length limit")
+    p.add_argument("--max-reasks", type=int, default=2, help="re-asks of an answer that fails validation")
     p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file")
     p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the API key")
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
@@ -101,17 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.concurrency < 1 or args.max_tokens < 1:
-        raise SystemExit("--concurrency and --max-tokens must be >= 1")
+    if args.concurrency < 1 or args.max_tokens < 1 or args.max_reasks < 0:
+        raise SystemExit("--concurrency and --max-tokens must be >= 1, --max-reasks >= 0")
     from ie.datasets import load_input
 
     dataset = load_config(resolve_config_path(args.config))
     records = [r.unlabelled() for r in load_input(args.input)][: args.limit]
     params = SamplingParams(temperature=0.0, seed=0, max_tokens=args.max_tokens)
     started = time.perf_counter()
-    out = asyncio.run(extract_async(records, args.endpoint, args.model, dataset.task_schema,
-                                    rules=mention_rules(dataset), api_key_env=args.api_key_env, concurrency=args.concurrency,
-                                    cache_path=args.cache, params=params))
+    out = asyncio.run(extract_async(
+        records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
+        api_key_env=args.api_key_env, concurrency=args.concurrency, cache_path=args.cache, params=params,
+        max_reasks=args.max_reasks))
     write_records(args.out, out)
     totals = {k: sum(r.model_extra["stats"][k] for r in out)
               for k in ("calls", "prompt_tokens", "completion_tokens", "failed_calls", "ungrounded", "invalid")}

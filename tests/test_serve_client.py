@@ -7,9 +7,9 @@ from distill.template import build_messages
 from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
-from ie.llm.types import TransportError
+from ie.llm.types import SamplingParams, TransportError
 from ie.schema import Record, read_records, write_records
-from serve.client import StudentExtractor, main
+from serve.client import StudentExtractor, extract, main
 
 DATASET = load_config(resolve_config_path("conll04"))
 SCHEMA = DATASET.task_schema
@@ -37,7 +37,7 @@ async def test_extract_grounds_spans_and_reports_stats():
         ("Lee Harvey Oswald", "Kill", "John F. Kennedy")]
     stats = rec.model_extra["stats"]
     assert stats["calls"] == 1 and stats["failed_calls"] == 0 and stats["ungrounded"] == 1
-    assert stats["ungrounded_mentions"] == ["Houston"] and "error" not in stats
+    assert "error" not in stats
     request = transport.requests[0]
     assert request.messages == build_messages(TEXT, SCHEMA)
     assert request.response_format["type"] == "json_schema"
@@ -77,15 +77,17 @@ def test_cli_end_to_end_against_embedded_smollm(tmp_path):
     from serve.local import server_class
 
     port = _free_port()
-    inputs = [Record(id="s1", text="John Smith lives in Boston ."),
-              Record(id="s2", text="IBM is based in Armonk , New York .")]
+    inputs = [Record(id="s1", text="John Smith lives in Boston ."), Record(id="s2", text="IBM is in Armonk .")]
     write_records(tmp_path / "in.jsonl", inputs)
     with server_class(port)("smollm2-135m", n_parallel=2) as server:
         assert server.base_url == f"http://127.0.0.1:{port}/v1"
         out = tmp_path / "out.jsonl"
         assert main(["--endpoint", server.base_url, "--model", server.model_name, "--input",
                      str(tmp_path / "in.jsonl"), "--config", "conll04", "--out", str(out),
-                     "--max-tokens", "256", "--concurrency", "2"]) == 0
+                     "--max-tokens", "128", "--concurrency", "2", "--max-reasks", "0"]) == 0
+        one = extract("Ann lives in Rome .", endpoint=server.base_url, model=server.model_name, config="conll04",
+                      max_reasks=0, params=SamplingParams(max_tokens=96))
+    assert isinstance(one, Record) and one.id == "0" and one.model_extra["stats"]["calls"] == 1
     recs = read_records(out)  # validates offsets and entity texts
     assert [r.id for r in recs] == ["s1", "s2"]
     for r in recs:
