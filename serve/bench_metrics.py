@@ -1,0 +1,104 @@
+"""Pure bench metrics: one `MethodMetrics` per method from its predictions, per-record stats and wall time."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from ie.schema import Record
+
+
+@dataclass(frozen=True)
+class Price:
+    """$ per 1M tokens."""
+    input: float = 0.0
+    output: float = 0.0
+
+    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+@dataclass
+class MethodMetrics:
+    method: str
+    model: str
+    sentences: int
+    ner_p: float
+    ner_r: float
+    ner_f1: float
+    re_p: float
+    re_r: float
+    re_f1: float
+    calls_per_sentence: float
+    prompt_tokens_per_sentence: float
+    completion_tokens_per_sentence: float
+    latency_p50_s: float
+    latency_p95_s: float
+    throughput_sentences_per_s: float
+    usd_per_1k_sentences: float
+    cached_calls_fraction: float
+    failed_calls: int
+    ratios: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tokens_per_sentence(self) -> float:
+        return self.prompt_tokens_per_sentence + self.completion_tokens_per_sentence
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tokens_per_sentence": self.tokens_per_sentence}
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 100]); 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def record_stat(record: Record, key: str) -> float:
+    stats = (record.model_extra or {}).get("stats") or {}
+    return float(stats.get(key, 0) or 0)
+
+
+def calculate_metrics(
+    method: str, model: str, scores: dict[str, Any], preds: Sequence[Record], wall_s: float, price: Price
+) -> MethodMetrics:
+    """`scores` is `ie.scoring.evaluate(...)` output; `preds` carry `stats` (calls, tokens, wall_s) per record."""
+    n = max(len(preds), 1)
+    calls = sum(record_stat(r, "calls") for r in preds)
+    cached = sum(record_stat(r, "cached_calls") for r in preds)
+    prompt = sum(record_stat(r, "prompt_tokens") for r in preds)
+    completion = sum(record_stat(r, "completion_tokens") for r in preds)
+    latencies = [record_stat(r, "wall_s") for r in preds]
+    ner, rel = scores["ner"]["micro"], scores["re"]["micro"]
+    return MethodMetrics(
+        method=method, model=model, sentences=len(preds),
+        ner_p=100 * ner["precision"], ner_r=100 * ner["recall"], ner_f1=100 * ner["f1"],
+        re_p=100 * rel["precision"], re_r=100 * rel["recall"], re_f1=100 * rel["f1"],
+        calls_per_sentence=calls / n,
+        prompt_tokens_per_sentence=prompt / n,
+        completion_tokens_per_sentence=completion / n,
+        latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
+        throughput_sentences_per_s=len(preds) / wall_s if wall_s > 0 else 0.0,
+        usd_per_1k_sentences=1000 * price.cost(prompt / n, completion / n),
+        cached_calls_fraction=cached / calls if calls else 0.0,
+        failed_calls=int(sum(record_stat(r, "failed_calls") for r in preds)),
+    )
+
+
+RATIO_FIELDS = ("ner_f1", "re_f1", "calls_per_sentence", "tokens_per_sentence", "latency_p50_s",
+                "usd_per_1k_sentences")
+
+
+def add_ratios(rows: list[MethodMetrics], reference: str = "crossagentie") -> None:
+    """Each row's ratio to the reference row, field by field (nan where the reference is zero)."""
+    ref = next((r for r in rows if r.method == reference), None)
+    if ref is None:
+        return
+    for row in rows:
+        row.ratios = {
+            f: (getattr(row, f) / getattr(ref, f)) if getattr(ref, f) else float("nan") for f in RATIO_FIELDS
+        }

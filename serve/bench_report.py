@@ -1,0 +1,66 @@
+"""The bench's outputs: `bench.md` (one table, ratios to crossagentie, the paper's numbers beside) and a PNG of
+F1 against cost per sentence."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from serve.bench_metrics import MethodMetrics
+
+# CrossAgentIE paper, Table (CoNLL04 NER F1, GPT-3.5 backbone): a different, far larger model; for reference.
+PAPER_CONLL04_NER_F1 = {"direct": 58.13, "self-consistency": 60.48, "type-agents": 55.73,
+                        "crossagentie": 66.45, "student": 68.38}
+
+COLUMNS = [
+    ("method", "{}"), ("NER P", "{:.1f}"), ("NER R", "{:.1f}"), ("NER F1", "{:.2f}"), ("RE P", "{:.1f}"),
+    ("RE R", "{:.1f}"), ("RE F1", "{:.2f}"), ("calls/sent", "{:.2f}"), ("prompt tok/sent", "{:.0f}"),
+    ("compl. tok/sent", "{:.0f}"), ("p50 s", "{:.2f}"), ("p95 s", "{:.2f}"), ("sent/s", "{:.3f}"),
+    ("$/1k sent", "{:.4f}"), ("tokens × ref", "{:.2f}"), ("NER F1 × ref", "{:.2f}"), ("paper NER F1", "{}"),
+]
+
+
+def _cells(m: MethodMetrics) -> list[Any]:
+    return [m.method, m.ner_p, m.ner_r, m.ner_f1, m.re_p, m.re_r, m.re_f1, m.calls_per_sentence,
+            m.prompt_tokens_per_sentence, m.completion_tokens_per_sentence, m.latency_p50_s, m.latency_p95_s,
+            m.throughput_sentences_per_s, m.usd_per_1k_sentences, m.ratios.get("tokens_per_sentence", float("nan")),
+            m.ratios.get("ner_f1", float("nan")), PAPER_CONLL04_NER_F1.get(m.method, "–")]
+
+
+def markdown_table(rows: Sequence[MethodMetrics]) -> str:
+    head = "| " + " | ".join(name for name, _ in COLUMNS) + " |"
+    rule = "|" + "|".join("---" for _ in COLUMNS) + "|"
+    lines = [head, rule]
+    for m in rows:
+        lines.append("| " + " | ".join(fmt.format(v) for (_, fmt), v in zip(COLUMNS, _cells(m))) + " |")
+    return "\n".join(lines)
+
+
+def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, Any]) -> None:
+    notes = [f"- {k}: {v}" for k, v in header.items()]
+    text = ("# Bench\n\n" + "\n".join(notes) + "\n\n" + markdown_table(rows) + "\n\n"
+            "Ratios (×) are to the `crossagentie` row. 'paper NER F1' is the CrossAgentIE paper's CoNLL04 test "
+            "number with GPT-3.5 (a different, far larger backbone), for reference only.\n")
+    path.write_text(text, encoding="utf-8")
+
+
+def write_plot(path: Path, rows: Sequence[MethodMetrics]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    for m in rows:
+        x = m.tokens_per_sentence
+        ax.scatter([x], [m.ner_f1], s=40)
+        ax.annotate(f"{m.method}\nRE {m.re_f1:.1f}", (x, m.ner_f1), textcoords="offset points", xytext=(5, 4),
+                    fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per sentence (prompt + completion, log scale)")
+    ax.set_ylabel("NER F1 (strict)")
+    ax.set_title("F1 against cost per sentence")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,179 @@
+"""Running the bench: teacher methods through `teacher.runner.label_records`, the student through
+`serve.client.StudentExtractor`, each timed on the same records; rows reused unless settings changed."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ie.config import DatasetConfig
+from ie.llm.client import Endpoint, LLMClient
+from ie.schema import Record, read_records, write_records
+from serve.bench import BenchConfig, write_json
+from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics
+from serve.bench_report import write_markdown, write_plot
+
+
+def _row_path(out: Path, method: str) -> Path:
+    return out / "rows" / f"{method}.json"
+
+
+def reusable_row(out: Path, method: str, cfg: BenchConfig) -> dict[str, Any] | None:
+    """A row measured earlier with the same settings, unless --fresh."""
+    path = _row_path(out, method)
+    if cfg.fresh or not path.exists():
+        return None
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    return saved if saved.get("settings") == cfg.settings_key(method) else None
+
+
+def price_for(dataset: DatasetConfig, cfg: BenchConfig, model: str) -> tuple[str, Price]:
+    prices = dataset.section("bench").get("prices") or {}
+    name = cfg.price_as or model
+    entry = prices.get(name) or {}
+    return name, Price(float(entry.get("input", 0.0)), float(entry.get("output", 0.0)))
+
+
+@contextlib.contextmanager
+def teacher_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
+    if cfg.endpoint:
+        yield Endpoint(cfg.endpoint, cfg.model_name or "", cfg.api_key_env)
+        return
+    from ie.llm.local import ensure_endpoint
+
+    with ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency) as ep:
+        yield ep
+
+
+@contextlib.contextmanager
+def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
+    if cfg.student_endpoint:
+        yield Endpoint(cfg.student_endpoint, cfg.student_model, cfg.api_key_env)
+        return
+    from ie.llm.local import LocalServer
+
+    with LocalServer(cfg.student_base, lora=[cfg.student_adapter], n_parallel=cfg.concurrency) as srv:
+        yield Endpoint(srv.base_url, srv.model_name)
+
+
+async def _timed(coro) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = await coro
+    return result, time.perf_counter() - started
+
+
+def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:
+    cache = None if cfg.fresh else out / f"calls-{name}.sqlite"
+    return LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
+
+
+async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record], dataset: DatasetConfig,
+                              cfg: BenchConfig, out: Path) -> dict[str, tuple]:
+    """method -> (predictions, wall seconds, model, extra row fields such as the overhead replay)."""
+    from teacher.config import TeacherConfig
+    from teacher.runner import label_records
+
+    results: dict[str, tuple] = {}
+    with teacher_endpoint(cfg) as ep:
+        client = _client(ep, cfg, out, "teacher")
+        try:
+            for method in methods:
+                tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
+                    "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config})
+                preds, wall = await _timed(label_records(records, method, dataset.task_schema, client, tcfg))
+                extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
+                results[method] = (preds, wall, ep.model, extra)
+        finally:
+            await client.aclose()
+    return results
+
+
+async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: BenchConfig, out: Path
+                      ) -> tuple:
+    from distill.template import mention_rules
+    from serve.client import StudentExtractor
+
+    with student_endpoint(cfg) as ep:
+        client = _client(ep, cfg, out, "student")
+        try:
+            extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset))
+            preds, wall = await _timed(extractor.extract_batch(list(records)))
+        finally:
+            await client.aclose()
+    return preds, wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", {}
+
+
+async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, concurrency: int
+                           ) -> dict[str, float]:
+    """Replay the run's fresh calls as plain requests of the same prompt/completion size, straight to the
+    server, with the same concurrency; the gap to the teacher's wall time is what the toolkit costs."""
+    from openai import AsyncOpenAI
+
+    calls = [c for r in preds for c in (r.model_extra or {}).get("debate", {}).get("calls", []) if not c["cached"]]
+    sdk = AsyncOpenAI(base_url=ep.url, api_key="no-key", max_retries=2)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def replay(i: int, call: dict[str, Any]) -> None:
+        filler = f"{i} " + "a " * max(call["prompt_tokens"] - 12, 1)
+        async with gate:
+            await sdk.chat.completions.create(
+                model=ep.model, messages=[{"role": "user", "content": filler}], temperature=0.0,
+                max_tokens=max(call["completion_tokens"], 1), extra_body={"ignore_eos": True})
+
+    _, replay_wall = await _timed(asyncio.gather(*(replay(i, c) for i, c in enumerate(calls))))
+    await sdk.close()
+    return {"teacher_wall_s": round(wall, 3), "replay_wall_s": round(replay_wall, 3), "replayed_calls": len(calls),
+            "overhead_fraction": round((wall - replay_wall) / wall, 4) if wall else 0.0}
+
+
+def _save_row(out: Path, method: str, cfg: BenchConfig, preds: list[Record], wall: float, model: str,
+              extra: dict[str, Any]) -> dict:
+    write_records(out / "predictions" / f"{method}.jsonl", preds)
+    row = {"settings": cfg.settings_key(method), "wall_s": wall, "model": model,
+           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "fresh": cfg.fresh, **extra}
+    write_json(_row_path(out, method), row)
+    return row
+
+
+def _metrics(method: str, row: dict, gold: list[Record], out: Path, dataset: DatasetConfig, cfg: BenchConfig
+             ) -> MethodMetrics:
+    from ie.scoring import evaluate
+
+    preds = read_records(out / "predictions" / f"{method}.jsonl")
+    scores = evaluate(gold, preds, dataset.task_schema)
+    _, price = price_for(dataset, cfg, row["model"])
+    return calculate_metrics(method, row["model"], scores, preds, row["wall_s"], price)
+
+
+async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
+    from ie.datasets import load_split
+
+    gold = load_split(dataset, cfg.split)[: cfg.limit]
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = {m: row for m in cfg.methods if (row := reusable_row(out, m, cfg))}
+    inputs = [r.unlabelled() for r in gold]
+    todo = [m for m in cfg.methods if m not in rows and m != "student"]
+    if todo:
+        for method, result in (await run_teacher_methods(todo, inputs, dataset, cfg, out)).items():
+            rows[method] = _save_row(out, method, cfg, *result)
+    if "student" in cfg.methods and "student" not in rows:
+        rows["student"] = _save_row(out, "student", cfg, *(await run_student(inputs, dataset, cfg, out)))
+    metrics = [_metrics(m, rows[m], gold, out, dataset, cfg) for m in cfg.methods]
+    add_ratios(metrics)
+    price_name, _ = price_for(dataset, cfg, metrics[0].model if metrics else "")
+    header = {"dataset": f"{dataset.name} {cfg.split}", "sentences": len(gold), "priced as": price_name,
+              "concurrency": cfg.concurrency,
+              "rows measured": {m: f"{rows[m]['measured_at']} ({'fresh, no cache' if rows[m]['fresh'] else 'cache on'})"
+                                for m in cfg.methods}}
+    overhead = {m: rows[m]["overhead"] for m in cfg.methods if "overhead" in rows[m]}
+    if overhead:
+        header["orchestration overhead"] = overhead
+    write_json(out / "bench.json", {**header, "rows": [m.as_dict() for m in metrics]})
+    write_markdown(out / "bench.md", metrics, header)
+    write_plot(out / "bench.png", metrics)
+    return out

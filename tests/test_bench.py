@@ -1,0 +1,108 @@
+"""serve.bench: pure metrics, the three output files with their documented fields, row reuse, real model."""
+import json
+import math
+
+import pytest
+
+from ie.llm.client import LLMClient
+from ie.llm.fake import ScriptedTransport
+from ie.schema import Record
+from serve import bench, bench_run
+from serve.bench_metrics import Price, add_ratios, calculate_metrics, percentile
+
+ROW_FIELDS = {"method", "model", "sentences", "ner_p", "ner_r", "ner_f1", "re_p", "re_r", "re_f1",
+              "calls_per_sentence", "prompt_tokens_per_sentence", "completion_tokens_per_sentence",
+              "latency_p50_s", "latency_p95_s", "throughput_sentences_per_s", "usd_per_1k_sentences",
+              "cached_calls_fraction", "failed_calls", "ratios", "tokens_per_sentence"}
+
+
+def test_percentile_interpolates():
+    assert percentile([], 50) == 0.0
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
+
+
+def _pred(calls, prompt, completion, wall, cached=0):
+    return Record(id="x", text="t", stats={"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
+                                           "wall_s": wall, "cached_calls": cached})
+
+
+def test_calculate_metrics_and_ratios():
+    scores = {"ner": {"micro": {"precision": 0.5, "recall": 0.25, "f1": 1 / 3}},
+              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    preds = [_pred(2, 100, 20, 1.0, cached=1), _pred(4, 300, 60, 3.0)]
+    m = calculate_metrics("direct", "m", scores, preds, wall_s=4.0, price=Price(input=1.0, output=2.0))
+    assert m.calls_per_sentence == 3 and m.prompt_tokens_per_sentence == 200 and m.tokens_per_sentence == 240
+    assert m.ner_f1 == pytest.approx(100 / 3) and m.throughput_sentences_per_s == 0.5
+    assert m.usd_per_1k_sentences == pytest.approx(1000 * (200 * 1.0 + 40 * 2.0) / 1e6)
+    assert m.cached_calls_fraction == pytest.approx(1 / 6) and m.latency_p50_s == 2.0
+    ref = calculate_metrics("crossagentie", "m", scores, [_pred(12, 1000, 200, 9.0)], 9.0, Price())
+    add_ratios([m, ref])
+    assert m.ratios["calls_per_sentence"] == pytest.approx(0.25) and ref.ratios["ner_f1"] == 1.0
+    assert math.isnan(m.ratios["usd_per_1k_sentences"])  # the reference costs $0
+
+
+def _minimal(schema, defs):
+    """The smallest instance of a JSON schema: what a scripted model answers to any agent."""
+    if "$ref" in schema:
+        return _minimal(defs[schema["$ref"].split("/")[-1]], defs)
+    if "anyOf" in schema:
+        return _minimal(schema["anyOf"][0], defs)
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {k: _minimal(v, defs) for k, v in schema.get("properties", {}).items() if k in schema.get("required", [])}
+    return {"array": [], "string": "", "number": 0.5, "integer": 0, "boolean": False}.get(kind)
+
+
+def _scripted(request):
+    schema = request.response_format["json_schema"]["schema"]
+    return json.dumps(_minimal(schema, schema.get("$defs", {})))
+
+
+@pytest.fixture
+def fake_endpoints(monkeypatch):
+    transport = ScriptedTransport(_scripted)
+    monkeypatch.setattr(bench_run.LLMClient, "from_endpoints",
+                        classmethod(lambda cls, eps, cache_path=None, **kw: LLMClient([transport], **kw)))
+    return transport
+
+
+def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path),
+            "--methods", "direct,type-agents,crossagentie,student", "--endpoint", "http://fake/v1",
+            "--model-name", "fake", "--student-endpoint", "http://fake/v1", "--price-as", "gpt-4o-mini"]
+    assert bench.main(argv) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert [r["method"] for r in data["rows"]] == ["direct", "type-agents", "crossagentie", "student"]
+    for row in data["rows"]:
+        assert ROW_FIELDS <= set(row) and row["sentences"] == 2 and row["calls_per_sentence"] >= 1
+    assert data["rows"][2]["ratios"]["tokens_per_sentence"] == 1.0
+    table = (tmp_path / "bench.md").read_text()
+    assert "| method | NER P |" in table and "| student |" in table and "68.38" in table
+    assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    calls = len(fake_endpoints.requests)
+    assert bench.main(argv) == 0  # same settings: rows reused, no new calls
+    assert len(fake_endpoints.requests) == calls
+    assert bench.main(argv + ["--fresh"]) == 0
+    assert len(fake_endpoints.requests) > calls
+
+
+def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
+    assert bench.main(["--methods", "student", "--out", str(tmp_path)]) == 2
+    assert "needs --student-adapter" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_on_the_real_embedded_server(tmp_path):
+    """direct through the real llama.cpp server (smollm2-135m), with the overhead replay."""
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "1", "--out", str(tmp_path), "--methods", "direct",
+            "--model", "smollm2-135m", "--overhead"]
+    assert bench.main(argv) == 0
+    data = json.loads((tmp_path / "bench.json").read_text())
+    [row] = data["rows"]
+    assert row["calls_per_sentence"] >= 1 and row["prompt_tokens_per_sentence"] > 50
+    assert row["latency_p50_s"] > 0 and row["cached_calls_fraction"] == 0.0
+    overhead = data["orchestration overhead"]["direct"]
+    assert overhead["replayed_calls"] >= 1 and overhead["replay_wall_s"] > 0
