@@ -16,22 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def server_class(port: int) -> type:
-    """`LocalServer`, bound to a fixed port when one is asked for (it otherwise takes any free port)."""
-    from ie.llm.local import LocalServer
-
-    if not port:
-        return LocalServer
-
-    class FixedPortServer(LocalServer):
-        def _params(self):
-            params = super()._params()
-            params.port = port
-            return params
-
-    return FixedPortServer
-
-
 def wait_for_stop_signal() -> None:
     """Block until SIGINT (Ctrl-C) or SIGTERM."""
     stop = threading.Event()
@@ -54,10 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from ie.llm.local import ModelError
+    from ie.llm.local import LocalServer, ModelError
 
     try:
-        server = server_class(args.port)(args.model, n_parallel=args.parallel, n_ctx=args.n_ctx, lora=args.adapter)
+        server = LocalServer(args.model, n_parallel=args.parallel, n_ctx=args.n_ctx, lora=args.adapter, port=args.port)
         with server:
             print(f"serving {server.model_name} at {server.base_url} "
                   f"(adapters: {', '.join(map(str, server.lora)) or 'none'}); Ctrl-C stops", flush=True)

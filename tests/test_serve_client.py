@@ -74,12 +74,12 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_cli_end_to_end_against_embedded_smollm(tmp_path):
-    from serve.local import server_class
+    from ie.llm.local import LocalServer
 
     port = _free_port()
     inputs = [Record(id="s1", text="John Smith lives in Boston ."), Record(id="s2", text="IBM is in Armonk .")]
     write_records(tmp_path / "in.jsonl", inputs)
-    with server_class(port)("smollm2-135m", n_parallel=2) as server:
+    with LocalServer("smollm2-135m", n_parallel=2, port=port) as server:
         assert server.base_url == f"http://127.0.0.1:{port}/v1"
         out = tmp_path / "out.jsonl"
         assert main(["--endpoint", server.base_url, "--model", server.model_name, "--input",

@@ -211,7 +211,7 @@ def _assemble(name: str, entry: ModelEntry, sources: Sequence[Path], target: Pat
 
 
 class LocalServer:
-    """llama.cpp's OpenAI-compatible server on 127.0.0.1 (a free port), in this process.
+    """llama.cpp's OpenAI-compatible server on 127.0.0.1 (`port`, or a free one), in this process.
 
     `n_ctx` is the context of one request; the server allocates `n_ctx * n_parallel` (one slot per parallel
     request). Continuous batching and prompt caching are on. `lora` adapters (GGUF) apply at scale 1.0 to
@@ -219,7 +219,8 @@ class LocalServer:
     """
 
     def __init__(self, model: str | Path | None = None, *, n_parallel: int = 1, n_ctx: int | None = None,
-                 threads: int | None = None, lora: Sequence[str | Path] = (), startup_timeout_s: float = 300.0):
+                 threads: int | None = None, lora: Sequence[str | Path] = (), port: int = 0,
+                 startup_timeout_s: float = 300.0):
         if n_parallel < 1 or (n_ctx is not None and n_ctx < 1) or (threads is not None and threads < 1):
             raise ValueError(f"LocalServer: n_parallel ({n_parallel}), n_ctx ({n_ctx}) and threads ({threads}) "
                              "must be positive")
@@ -228,6 +229,7 @@ class LocalServer:
         self.n_parallel = n_parallel
         self.n_ctx = n_ctx or self.model.n_ctx
         self.threads = threads or os.cpu_count() or 1
+        self.port = port  # 0: the OS picks a free one
         self.startup_timeout_s = startup_timeout_s
         self.url = ""  # http://127.0.0.1:PORT once started
         self._server: Any = None
@@ -248,7 +250,7 @@ class LocalServer:
         params.model.path = str(self.model.path)
         params.model_alias = {self.model.name}
         params.hostnames = ["127.0.0.1"]
-        params.port = 0  # the OS picks a free port; read back from `listening_address`
+        params.port = self.port  # 0: the OS picks a free port; read back from `listening_address`
         params.n_parallel = self.n_parallel
         params.n_ctx = self.n_ctx * self.n_parallel
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.threads
