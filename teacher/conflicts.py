@@ -125,12 +125,14 @@ def relation_conflicts(claims: Sequence[RelationClaim], schema: TaskSchema
     return free, _merge(contested, lambda opts: "relation", _relation_label, "r")
 
 
-def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, str], Position]) -> str:
-    """Each conflict as a numbered item: its lettered options, then every agent's current stance and reason."""
+def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, str], Position],
+                     offer_none: bool = True) -> str:
+    """Each conflict as a numbered item: its lettered options (and N, "none is correct", if offered), then
+    every agent's current stance and reason."""
     blocks = []
     for number, conflict in enumerate(conflicts, 1):
         options = "  ".join(f"{letter(i)}) {o.label}" for i, o in enumerate(conflict.options))
-        lines = [f"Item {number}: {options}  {NONE}) none is correct"]
+        lines = [f"Item {number}: {options}" + (f"  {NONE}) none is correct" if offer_none else "")]
         for agent in conflict.agents:
             p = positions.get((conflict.id, agent))
             if p is not None:

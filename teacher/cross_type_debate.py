@@ -50,15 +50,17 @@ def consensus(conflict: Conflict, positions: Positions) -> bool:
 
 async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], positions: Positions,
                 round: int) -> None:
-    """One agent's turn on all its open conflicts; an invalid or missing stance keeps the previous one."""
+    """One agent's turn on all its open conflicts; an invalid or missing stance keeps the previous one.
+    Debaters keep or revise among the options; only the Summarizer may reject them all (§3.3) - a weak
+    model otherwise drops entities both agents found."""
     [c] = await ctx.ask("debate", DebateAnswer, role="debater", agent=agent, params=ctx.params("debate"),
                         round=round, name=agent.split(":")[-1], description=agent_description(ctx, agent),
-                        conflicts=render_conflicts(conflicts, positions))
+                        conflicts=render_conflicts(conflicts, positions, offer_none=False))
     for stance in c.value.stances if c.ok else []:
         if 1 <= stance.item <= len(conflicts):
             conflict = conflicts[stance.item - 1]
             choice = parse_letter(stance.choice, len(conflict.options))
-            if choice is not False:
+            if choice is not None and choice is not False:
                 positions[(conflict.id, agent)] = Position(choice, stance.confidence, stance.reason, round)
 
 

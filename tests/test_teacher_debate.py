@@ -85,7 +85,7 @@ def test_debaters_see_each_others_claims_and_reasons():
     label(script, SMITHSONIAN)
     debate = [r for r in script.transport.requests if schema_name(r) == "DebateAnswer"]
     first, second = (r.messages[1]["content"] for r in debate)
-    assert 'A) "Smithsonian" is Loc' in first and "N) none is correct" in first
+    assert 'A) "Smithsonian" is Loc' in first and "N) none is correct" not in first  # only the Summarizer's
     assert "Org agent: B (0.90) 'Smithsonian'" in first and "Loc agent: A (0.60) ''" in first
     assert "(0.80) 'because'" in second  # the second speaker sees the first one's answer of this round
     assert debate[0].params.temperature == 0.9 and debate[0].params.frequency_penalty == 0.1
@@ -102,12 +102,17 @@ def test_deadlock_goes_to_the_summarizer_after_max_rounds():
     assert ("Smithsonian", "Org") in entities(out)
 
 
-def test_summarizer_may_reject_every_option():
-    script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("A"), ("DebateAnswer", "Org"): stance("B"),
+def test_only_the_summarizer_may_reject_every_option():
+    # A debater's N is not an option: the Loc agent keeps its stance, so round 1 ends without consensus.
+    script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("N"), ("DebateAnswer", "Org"): stance("B"),
                      "SummaryAnswer": stance("N", key="verdicts")})
     out = label(script, SMITHSONIAN, max_rounds=1)
     assert entities(out) == [("Washington", "Loc")]
-    assert script.roles(out).count(("debater", "ner:Loc")) == 1
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert [s["choice"] for s in conflict["stances"] if s["agent"] == "ner:Loc"] == ["A"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] is None
+    summary = next(r for r in script.transport.requests if schema_name(r) == "SummaryAnswer")
+    assert "N) none is correct" in summary.messages[1]["content"]
 
 
 DIXON = "Ronald Reagan grew up in Dixon , Illinois ."
