@@ -14,7 +14,7 @@ from teacher.methods import METHODS
 from teacher.runner import run
 
 pytestmark = pytest.mark.slow
-FAST = {"max_tokens": 48, "sc_samples": 2, "max_rounds": 1, "cross_task_rounds": 1, "parse_retries": 0,
+FAST = {"max_tokens": 32, "sc_samples": 2, "max_rounds": 1, "cross_task_rounds": 1, "parse_retries": 0,
         "progress": False}
 
 
