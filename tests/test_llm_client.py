@@ -141,3 +141,19 @@ def test_http_429_then_success_through_the_real_sdk():
     assert c.usage.prompt_tokens == 11 and c.usage.prefix_cached_tokens == 5
     assert len(bodies) == 2 and bodies[1]["response_format"]["type"] == "json_schema"
     assert bodies[1]["seed"] == 3 and bodies[1]["model"] == "m"
+
+
+def test_wire_schema_drops_grammar_costly_bounds_but_validation_keeps_them():
+    from pydantic import Field
+
+    from ie.llm.client import response_format
+
+    class Bounded(BaseModel):
+        items: list[str] = Field(max_length=2)
+        name: str = Field(max_length=5)
+
+    wire = response_format(Bounded)["json_schema"]["schema"]
+    assert "maxItems" not in str(wire) and "maxLength" not in str(wire)
+    t = ScriptedTransport(lambda r: '{"items": ["a", "b", "c"], "name": "x"}')
+    [c] = run(LLMClient([t], max_parse_retries=0).structured([{"role": "user", "content": "q"}], Bounded))
+    assert not c.ok and "items" in c.error

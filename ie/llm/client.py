@@ -87,8 +87,22 @@ def _from_sdk(resp: Any) -> ChatResponse:
     )
 
 
+# Bounds that llama.cpp turns into deeply nested optional grammar rules: sampling under them was measured
+# ~20x slower (90 s instead of 5 s for 120 tokens). Answer models still enforce them when validating.
+_GRAMMAR_COSTLY_KEYS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
+
+
+def _wire_schema(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _wire_schema(v) for k, v in node.items() if k not in _GRAMMAR_COSTLY_KEYS}
+    if isinstance(node, list):
+        return [_wire_schema(v) for v in node]
+    return node
+
+
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+    wire = _wire_schema(schema.model_json_schema())
+    return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": wire}}
 
 
 def _validation_summary(exc: ValidationError) -> str:
