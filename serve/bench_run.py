@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from ie.config import DatasetConfig
 from ie.llm.client import Endpoint, LLMClient
+from ie.llm.local import ensure_endpoint
 from ie.schema import Record, read_records, write_records
 from serve.bench import BenchConfig, write_json
 from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics
@@ -39,17 +41,6 @@ def price_for(dataset: DatasetConfig, cfg: BenchConfig, model: str) -> tuple[str
 
 
 @contextlib.contextmanager
-def teacher_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
-    if cfg.endpoint:
-        yield Endpoint(cfg.endpoint, cfg.model_name or "", cfg.api_key_env)
-        return
-    from ie.llm.local import ensure_endpoint
-
-    with ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency) as ep:
-        yield ep
-
-
-@contextlib.contextmanager
 def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
     if cfg.student_endpoint:
         yield Endpoint(cfg.student_endpoint, cfg.student_model, cfg.api_key_env)
@@ -58,6 +49,12 @@ def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
 
     with LocalServer(cfg.student_base, lora=[cfg.student_adapter], n_parallel=cfg.concurrency) as srv:
         yield Endpoint(srv.base_url, srv.model_name)
+
+
+def _bar(method: str, total: int):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=method, unit="sent", file=sys.stderr, dynamic_ncols=True)
 
 
 async def _timed(coro) -> tuple[Any, float]:
@@ -78,13 +75,16 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
     from teacher.runner import label_records
 
     results: dict[str, tuple] = {}
-    with teacher_endpoint(cfg) as ep:
+    with ensure_endpoint(cfg.model_name if cfg.endpoint else cfg.model, cfg.endpoint, api_key_env=cfg.api_key_env,
+                         **({} if cfg.endpoint else {"n_parallel": cfg.concurrency})) as ep:
         client = _client(ep, cfg, out, "teacher")
         try:
             for method in methods:
                 tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
                     "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config})
-                preds, wall = await _timed(label_records(records, method, dataset.task_schema, client, tcfg))
+                with _bar(method, len(records)) as bar:
+                    preds, wall = await _timed(label_records(records, method, dataset.task_schema, client, tcfg,
+                                                             on_record=lambda _: bar.update(1)))
                 extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
                 results[method] = (preds, wall, ep.model, extra)
         finally:
@@ -101,10 +101,16 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
         client = _client(ep, cfg, out, "student")
         try:
             extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset))
-            preds, wall = await _timed(extractor.extract_batch(list(records)))
+            with _bar("student", len(records)) as bar:
+                async def one(record: Record) -> Record:
+                    out = await extractor.extract_record(record)
+                    bar.update(1)
+                    return out
+
+                preds, wall = await _timed(asyncio.gather(*(one(r) for r in records)))
         finally:
             await client.aclose()
-    return preds, wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", {}
+    return list(preds), wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", {}
 
 
 async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, concurrency: int

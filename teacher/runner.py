@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
@@ -96,16 +96,13 @@ def prepare_out(cfg: TeacherConfig) -> Path:
     return out
 
 
-@contextlib.contextmanager
-def endpoint(cfg: TeacherConfig) -> Iterator[Endpoint]:
+def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
     """The endpoint given, or the embedded llama.cpp server with one slot per concurrent record."""
-    if cfg.endpoint:
-        yield Endpoint(cfg.endpoint, cfg.model_name or "", cfg.api_key_env)
-        return
     from ie.llm.local import ensure_endpoint
 
-    with ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency) as ep:
-        yield ep
+    if cfg.endpoint:
+        return ensure_endpoint(cfg.model_name, cfg.endpoint, api_key_env=cfg.api_key_env)
+    return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
 
 
 async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client: LLMClient, cfg: TeacherConfig
