@@ -62,7 +62,7 @@ class TaskSchema(BaseModel):
     nested_entities: bool = False
 
     @model_validator(mode="after")
-    def _check_refs(self) -> "TaskSchema":
+    def _check_refs(self) -> TaskSchema:
         for name, rel in self.relation_types.items():
             for side in ("head", "tail"):
                 for t in getattr(rel, side):

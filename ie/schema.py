@@ -6,8 +6,8 @@ Extra keys (`tokens`, `meta`, `debate`, `stats`, ...) are kept as they are.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -45,7 +45,7 @@ class Record(BaseModel):
     relations: list[Relation] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check_offsets(self) -> "Record":
+    def _check_offsets(self) -> Record:
         for i, e in enumerate(self.entities):
             if not (0 <= e.start < e.end <= len(self.text)):
                 raise ValueError(f"entities[{i}]: span [{e.start},{e.end}) outside text of length {len(self.text)}")
@@ -60,7 +60,7 @@ class Record(BaseModel):
                     raise ValueError(f"relations[{i}].{side}: index {idx} but only {len(self.entities)} entities")
         return self
 
-    def unlabelled(self) -> "Record":
+    def unlabelled(self) -> Record:
         """The same text with no labels and no extras but `tokens`: what a model is given.
 
         `meta` is dropped on purpose: loaders keep gold-derived facts there (SemEval's label, NYT's
@@ -112,7 +112,8 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, object]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise RecordFormatError(path, lineno, "<json>", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+                message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+                raise RecordFormatError(path, lineno, "<json>", message) from None
             yield lineno, obj
 
 

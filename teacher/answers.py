@@ -96,7 +96,8 @@ def typed_answers(entity_types: tuple[str, ...], relation_types: tuple[str, ...]
     etype = Literal[entity_types]  # type: ignore[valid-type]
     typed = create_model("TypedMention", text=(Mention, ...), type=(etype, ...), confidence=(Confidence, ...),
                          evidence=(Quote, ""))
-    models: dict[str, type[BaseModel]] = {"direct": create_model("DirectAnswer", entities=(_items(typed, MAX_TYPED_ITEMS), ...))}
+    direct = create_model("DirectAnswer", entities=(_items(typed, MAX_TYPED_ITEMS), ...))
+    models: dict[str, type[BaseModel]] = {"direct": direct}
     if relation_types:
         rtype = Literal[relation_types]  # type: ignore[valid-type]
         rel = create_model("RelationItem", head=(Mention, ...), relation=(rtype, ...), tail=(Mention, ...),

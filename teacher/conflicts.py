@@ -104,7 +104,9 @@ def entity_conflicts(claims: Sequence[EntityClaim], nested: bool = False
             free.extend(group)
         else:
             contested.append(list(group))
-    kind = lambda opts: "label" if len({c.arg.text for o in opts for c in o.claims}) == 1 else "boundary"
+    def kind(opts) -> str:
+        return "label" if len({c.arg.text for o in opts for c in o.claims}) == 1 else "boundary"
+
     return free, _merge(contested, kind, _entity_label, "e")
 
 

@@ -14,7 +14,8 @@ from typing import TypeVar
 from ie.grounding import Span, ground_mention
 
 _PRONOUNS = frozenset(
-    ["i", "me", "my", "he", "him", "his", "she", "her", "hers", "it", "its", "we", "us", "our", "they", "them", "their", "you", "your", "this", "that", "these", "those", "who", "whom", "which", "what", "there", "here"]
+    "i me my he him his she her hers it its we us our they them their you your this that these those who whom "
+    "which what there here".split()
 )
 _UNIT = re.compile(r"\w+|[^\w\s]")
 

@@ -21,7 +21,8 @@ _DELIMITER = re.compile(r"<\s*/?\s*text\s*>", re.IGNORECASE)
 def load(name: str) -> Template:
     path = PROMPT_DIR / f"{name}.txt"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such prompt template (known: {sorted(p.stem for p in PROMPT_DIR.glob('*.txt'))})")
+        known = sorted(p.stem for p in PROMPT_DIR.glob("*.txt"))
+        raise FileNotFoundError(f"{path}: no such prompt template (known: {known})")
     return Template(path.read_text(encoding="utf-8").strip())
 
 

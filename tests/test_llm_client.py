@@ -65,7 +65,7 @@ def test_non_retryable_error_fails_fast():
 
 
 def test_samples_use_distinct_seeds():
-    t = ScriptedTransport(lambda r: '{"label": "%d", "confidence": 1}' % r.params.seed)
+    t = ScriptedTransport(lambda r: f'{{"label": "{r.params.seed}", "confidence": 1}}')
     comps = run(LLMClient([t]).structured([{"role": "user", "content": "q"}], Answer,
                                           SamplingParams(temperature=0.9, seed=10), n=3))
     assert [c.value.label for c in comps] == ["10", "11", "12"]

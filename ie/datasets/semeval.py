@@ -48,7 +48,8 @@ def example_record(block: list[str], id_prefix: str, where: Where) -> Record:
     label = block[1].strip()
     match = LABEL.match(label)
     if label != OTHER and (match is None or match["head"] == match["tail"]):
-        Where(where.path, where.line + 1).fail("label", f"expected 'Relation(e1,e2)', 'Relation(e2,e1)' or 'Other', got {label!r}")
+        Where(where.path, where.line + 1).fail(
+            "label", f"expected 'Relation(e1,e2)', 'Relation(e2,e1)' or 'Other', got {label!r}")
     relations = [] if label == OTHER else [
         {"head": int(match["head"][1]) - 1, "tail": int(match["tail"][1]) - 1, "type": match["type"]}
     ]

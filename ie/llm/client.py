@@ -12,9 +12,10 @@ import itertools
 import os
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -144,7 +145,7 @@ class LLMClient:
     @classmethod
     def from_endpoints(
         cls, endpoints: Sequence[Endpoint], cache_path: str | Path | None = None, **kwargs: Any
-    ) -> "LLMClient":
+    ) -> LLMClient:
         cache = CallCache(cache_path) if cache_path else None
         model = "|".join(sorted({e.model for e in endpoints}))
         return cls([OpenAITransport(e) for e in endpoints], cache=cache, model=model, **kwargs)

@@ -1,7 +1,7 @@
 """A scripted transport for deterministic tests of everything above the wire (parsing, retries, debate logic)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ie.llm.types import ChatRequest, ChatResponse, Choice
 

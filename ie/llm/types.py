@@ -36,7 +36,7 @@ class Usage:
     # Prompt tokens the server reused from its prefix cache (llama.cpp, vLLM, OpenAI report them).
     prefix_cached_tokens: int = 0
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         for name, value in other.__dict__.items():
             setattr(self, name, getattr(self, name) + value)
         return self
