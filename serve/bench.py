@@ -41,6 +41,7 @@ class BenchConfig:
     student_endpoint: str | None = None
     student_model: str = "student"
     concurrency: int = 1
+    threads: int | None = None  # CPU threads of an embedded server (default: all cores)
     price_as: str | None = None
     out: str = "runs/bench"
     fresh: bool = False
@@ -74,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         elif name == "methods":
             p.add_argument(flag, type=lambda s: [m.strip() for m in s.split(",") if m.strip()], default=None)
         else:
-            p.add_argument(flag, type=int if name in ("limit", "concurrency") else str, default=None)
+            p.add_argument(flag, type=int if name in ("limit", "concurrency", "threads") else str, default=None)
     return p
 
 

@@ -47,7 +47,8 @@ def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
         return
     from ie.llm.local import LocalServer
 
-    with LocalServer(cfg.student_base, lora=[cfg.student_adapter], n_parallel=cfg.concurrency) as srv:
+    with LocalServer(cfg.student_base, lora=[cfg.student_adapter], n_parallel=cfg.concurrency,
+                     threads=cfg.threads) as srv:
         yield Endpoint(srv.base_url, srv.model_name)
 
 
@@ -76,7 +77,7 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
 
     results: dict[str, tuple] = {}
     with ensure_endpoint(cfg.model_name if cfg.endpoint else cfg.model, cfg.endpoint, api_key_env=cfg.api_key_env,
-                         **({} if cfg.endpoint else {"n_parallel": cfg.concurrency})) as ep:
+                         **({} if cfg.endpoint else {"n_parallel": cfg.concurrency, "threads": cfg.threads})) as ep:
         client = _client(ep, cfg, out, "teacher")
         try:
             for method in methods:
