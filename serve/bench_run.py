@@ -49,7 +49,7 @@ def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
 
     with LocalServer(cfg.student_base, lora=[cfg.student_adapter], n_parallel=cfg.concurrency,
                      threads=cfg.threads) as srv:
-        yield Endpoint(srv.base_url, srv.model_name)
+        yield srv.endpoint()
 
 
 def _bar(method: str, total: int):

@@ -238,6 +238,12 @@ class LocalServer:
     def model_name(self) -> str:
         return self.model.name
 
+    def endpoint(self) -> Endpoint:
+        """This server as a client endpoint (compact JSON: its llguidance backend supports it)."""
+        from ie.llm.client import Endpoint
+
+        return Endpoint(self.base_url, self.model_name, compact_json=True)
+
     @property
     def base_url(self) -> str:
         """The OpenAI base URL (`.../v1`)."""
@@ -343,4 +349,4 @@ def ensure_endpoint(model: str | None = None, endpoint_url: str | None = None, *
         yield Endpoint(endpoint_url, model, api_key_env)
         return
     with LocalServer(model, **server_kwargs) as server:
-        yield Endpoint(server.base_url, server.model_name)
+        yield server.endpoint()
