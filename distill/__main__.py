@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not predictions.is_file():
         raise SystemExit(f"{predictions}: not found; --teacher must be a teacher output folder")
     exclusion, excluded = load_exclusion(dataset, cfg)
-    screening = screen(read_records(predictions), cfg.threshold, exclusion)
+    screening = screen(read_records(predictions), cfg.threshold, exclusion, cfg.max_failed_calls)
     print(f"screening: {screening.summary()}")
     sources = {"teacher": str(predictions), "teacher_sha256": file_sha256(predictions),
                "config": str(dataset.source), "excluded_records": excluded}

@@ -28,6 +28,8 @@ def _int_list(value: str) -> list[int]:
 class DistillConfig:
     threshold: float = field(default=0.6, metadata={
         "help": "minimum teacher confidence for the record and every one of its entities/relations"})
+    max_failed_calls: int = field(default=0, metadata={
+        "help": "failed teacher calls a record may have had and still be used"})
     ner_per_type: int = field(default=5, metadata={"help": "records chosen per entity type"})
     re_per_type: int = field(default=4, metadata={"help": "records chosen per relation type"})
     seed: int = field(default=0, metadata={"help": "seed for tie-breaks and the train/validation split"})
@@ -49,6 +51,7 @@ class DistillConfig:
         self.exclude = [Path(p) for p in self.exclude]
         checks = [
             ("threshold", 0.0 <= self.threshold <= 1.0, "must be within [0, 1]"),
+            ("max_failed_calls", self.max_failed_calls >= 0, "must be >= 0"),
             ("ner_per_type", self.ner_per_type >= 0, "must be >= 0"),
             ("re_per_type", self.re_per_type >= 0, "must be >= 0"),
             ("ner_per_type", self.ner_per_type + self.re_per_type > 0,

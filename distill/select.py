@@ -54,7 +54,7 @@ def record_confidence(record: Record) -> float | None:
     return min(items) if items else None
 
 
-def failure_reasons(record: Record, threshold: float) -> list[str]:
+def failure_reasons(record: Record, threshold: float, max_failed_calls: int = 0) -> list[str]:
     """Why a record's teacher labels are not trusted; empty when they are."""
     reasons = []
     conf = record_confidence(record)
@@ -65,7 +65,7 @@ def failure_reasons(record: Record, threshold: float) -> list[str]:
     stats = (record.model_extra or {}).get("stats") or {}
     if stats.get("unresolved_conflicts", 0):
         reasons.append(UNRESOLVED_CONFLICT)
-    if stats.get("failed_calls", 0):
+    if stats.get("failed_calls", 0) > max_failed_calls:
         reasons.append(FAILED_CALLS)
     return reasons
 
@@ -86,8 +86,10 @@ class Screening:
                 "reasons": self.reason_counts}
 
 
-def screen(records: Iterable[Record], threshold: float, exclusion: Exclusion = Exclusion()) -> Screening:
-    """Keep the records the teacher is sure of, never an excluded one nor the same text twice."""
+def screen(records: Iterable[Record], threshold: float, exclusion: Exclusion = Exclusion(),
+           max_failed_calls: int = 0) -> Screening:
+    """Keep the records the teacher is sure of, never an excluded one nor the same text twice.
+    `max_failed_calls`: failed LLM calls a record may have had (its confidence already pays for them)."""
     passed: list[Record] = []
     rejected: dict[str, list[str]] = {}
     seen: set[str] = set()
@@ -95,7 +97,7 @@ def screen(records: Iterable[Record], threshold: float, exclusion: Exclusion = E
     for rec in records:
         total += 1
         key = normalize_text(rec.text)
-        reasons = [EXCLUDED] if rec in exclusion else failure_reasons(rec, threshold)
+        reasons = [EXCLUDED] if rec in exclusion else failure_reasons(rec, threshold, max_failed_calls)
         if not reasons and key in seen:
             reasons = [DUPLICATE]
         if reasons:

@@ -64,6 +64,9 @@ def test_missing_confidence_fails_unless_threshold_is_zero():
     bare = Record(id="g", text="x")
     assert record_confidence(bare) is None
     assert screen([bare], 0.5).rejected == {"g": [LOW_CONFIDENCE]}
+    failed = bare.model_copy(update={"stats": {"failed_calls": 2}})
+    assert screen([failed], 0.0).rejected == {"g": [FAILED_CALLS]}
+    assert [r.id for r in screen([failed], 0.0, max_failed_calls=2).passed] == ["g"]
     assert [r.id for r in screen([bare], 0.0).passed] == ["g"]
 
 
