@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+M = TypeVar("M", bound=BaseModel)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_ENV = "CROSSAGENTIE_DATA"
 CACHE_ENV = "CROSSAGENTIE_CACHE"
@@ -128,17 +129,21 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: str | Path) -> DatasetConfig:
-    """Load and validate a dataset config; errors name the file and the field."""
-    data = read_yaml(path)
+def validate_yaml(path: str | Path, model: type[M], error: type[Exception] = ConfigError) -> M:
+    """A YAML file as a validated pydantic model; the error names the file and the first failing field."""
     try:
-        cfg = DatasetConfig.model_validate(data)
+        obj = model.model_validate(read_yaml(path))
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"{path}: field '{loc}': {err['msg']}") from None
-    cfg.source = Path(path)
-    return cfg
+        raise error(f"{path}: field '{loc}': {err['msg']}") from None
+    obj.source = Path(path)  # type: ignore[attr-defined]
+    return obj
+
+
+def load_config(path: str | Path) -> DatasetConfig:
+    """Load and validate a dataset config; errors name the file and the field."""
+    return validate_yaml(path, DatasetConfig)
 
 
 def resolve_config_path(name_or_path: str) -> Path:

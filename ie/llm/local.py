@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
-from ie.config import REPO_ROOT, cache_dir, read_yaml
+from ie.config import REPO_ROOT, cache_dir, validate_yaml
 
 if TYPE_CHECKING:
     from ie.llm.client import Endpoint
@@ -86,14 +86,7 @@ class Catalogue(BaseModel):
 
 
 def load_catalogue(path: str | Path = CATALOGUE_PATH) -> Catalogue:
-    try:
-        cat = Catalogue.model_validate(read_yaml(path))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ModelError(f"{path}: field '{loc}': {err['msg']}") from None
-    cat.source = Path(path)
-    return cat
+    return validate_yaml(path, Catalogue, ModelError)
 
 
 @dataclass(frozen=True)
