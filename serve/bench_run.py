@@ -70,12 +70,12 @@ def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:
 
 
 async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record], dataset: DatasetConfig,
-                              cfg: BenchConfig, out: Path) -> dict[str, tuple]:
-    """method -> (predictions, wall seconds, model, extra row fields such as the overhead replay)."""
+                              cfg: BenchConfig, out: Path) -> dict[str, dict]:
+    """method -> its saved row; each row is saved as soon as its method finishes, so a stopped bench keeps it."""
     from teacher.config import TeacherConfig
     from teacher.runner import label_records
 
-    results: dict[str, tuple] = {}
+    rows: dict[str, dict] = {}
     with ensure_endpoint(cfg.model_name if cfg.endpoint else cfg.model, cfg.endpoint, api_key_env=cfg.api_key_env,
                          **({} if cfg.endpoint else {"n_parallel": cfg.concurrency, "threads": cfg.threads})) as ep:
         client = _client(ep, cfg, out, "teacher")
@@ -87,10 +87,10 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
                     preds, wall = await _timed(label_records(records, method, dataset.task_schema, client, tcfg,
                                                              on_record=lambda _: bar.update(1)))
                 extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
-                results[method] = (preds, wall, ep.model, extra)
+                rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, extra)
         finally:
             await client.aclose()
-    return results
+    return rows
 
 
 async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: BenchConfig, out: Path
@@ -166,8 +166,7 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
     inputs = [r.unlabelled() for r in gold]
     todo = [m for m in cfg.methods if m not in rows and m != "student"]
     if todo:
-        for method, result in (await run_teacher_methods(todo, inputs, dataset, cfg, out)).items():
-            rows[method] = _save_row(out, method, cfg, *result)
+        rows.update(await run_teacher_methods(todo, inputs, dataset, cfg, out))
     if "student" in cfg.methods and "student" not in rows:
         rows["student"] = _save_row(out, "student", cfg, *(await run_student(inputs, dataset, cfg, out)))
     metrics = [_metrics(m, rows[m], gold, out, dataset, cfg) for m in cfg.methods]
