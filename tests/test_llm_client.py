@@ -140,7 +140,6 @@ def test_http_429_then_success_through_the_real_sdk():
     assert c.ok and c.value.label == "Loc"
     assert c.usage.prompt_tokens == 11 and c.usage.prefix_cached_tokens == 5
     assert len(bodies) == 2 and bodies[1]["response_format"]["type"] == "json_schema"
-    assert "x-guidance" not in bodies[1]["response_format"]["json_schema"]["schema"]
     assert bodies[1]["seed"] == 3 and bodies[1]["model"] == "m"
 
 
@@ -159,10 +158,3 @@ def test_wire_schema_drops_grammar_costly_bounds_but_validation_keeps_them():
     [c] = run(LLMClient([t], max_parse_retries=0).structured([{"role": "user", "content": "q"}], Bounded))
     assert not c.ok and "items" in c.error
 
-
-def test_compact_format_asks_for_json_without_free_whitespace():
-    from ie.llm.client import compact_format, response_format
-
-    fmt = compact_format(response_format(Answer))
-    assert fmt["json_schema"]["schema"]["x-guidance"]["whitespace_flexible"] is False
-    assert "x-guidance" not in response_format(Answer)["json_schema"]["schema"]

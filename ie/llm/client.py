@@ -37,9 +37,6 @@ class Endpoint:
     api_key_env: str | None = None  # the NAME of an env var; the key itself is never stored or logged
     timeout_s: float = 120.0
     extra_body: dict[str, Any] = field(default_factory=dict)
-    # Ask llama.cpp (llguidance) for compact JSON via `x-guidance`. It worked in a direct HTTP request, but the
-    # bench's cached answers through this client are still pretty-printed: not yet effective, see issue notes.
-    compact_json: bool = False
 
 
 class OpenAITransport:
@@ -60,8 +57,6 @@ class OpenAITransport:
 
         body = request.body()
         body["model"] = self.endpoint.model
-        if self.endpoint.compact_json and body.get("response_format"):
-            body["response_format"] = compact_format(body["response_format"])
         try:
             resp = await self._sdk.chat.completions.create(**body, extra_body=self.endpoint.extra_body or None)
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
@@ -104,14 +99,6 @@ def _wire_schema(node: Any) -> Any:
     if isinstance(node, list):
         return [_wire_schema(v) for v in node]
     return node
-
-
-def compact_format(fmt: dict[str, Any]) -> dict[str, Any]:
-    """The same response format, asking llguidance-backed servers for JSON without free whitespace."""
-    spec = fmt["json_schema"]
-    schema = {**spec["schema"], "x-guidance": {"whitespace_flexible": False, "item_separator": ",",
-                                                "key_separator": ":"}}
-    return {**fmt, "json_schema": {**spec, "schema": schema}}
 
 
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:

@@ -232,10 +232,10 @@ class LocalServer:
         return self.model.name
 
     def endpoint(self) -> Endpoint:
-        """This server as a client endpoint (compact JSON: its llguidance backend supports it)."""
+        """This server as a client endpoint."""
         from ie.llm.client import Endpoint
 
-        return Endpoint(self.base_url, self.model_name, compact_json=True)
+        return Endpoint(self.base_url, self.model_name)
 
     @property
     def base_url(self) -> str:
