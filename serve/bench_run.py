@@ -101,14 +101,10 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
     with student_endpoint(cfg) as ep:
         client = _client(ep, cfg, out, "student")
         try:
-            extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset))
+            extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset),
+                                         concurrency=cfg.concurrency)
             with _bar("student", len(records)) as bar:
-                async def one(record: Record) -> Record:
-                    out = await extractor.extract_record(record)
-                    bar.update(1)
-                    return out
-
-                preds, wall = await _timed(asyncio.gather(*(one(r) for r in records)))
+                preds, wall = await _timed(extractor.extract_batch(records, on_record=lambda _: bar.update(1)))
         finally:
             await client.aclose()
     return list(preds), wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", {}

@@ -21,12 +21,12 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from distill.template import answer_model, build_messages, mention_rules, parse_answer
 from ie.config import TaskSchema, load_config, resolve_config_path
-from ie.llm.client import Endpoint, LLMClient
+from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient
 from ie.llm.types import SamplingParams
 from ie.schema import Record, write_records
 from teacher.mentions import MentionRules
@@ -38,9 +38,10 @@ class StudentExtractor:
     """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
 
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
-                 rules: MentionRules | None = None):
+                 rules: MentionRules | None = None, concurrency: int = 8):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
         self._answer_model = answer_model(schema)
+        self.concurrency = concurrency
 
     async def extract_record(self, record: Record) -> Record:
         started = time.perf_counter()
@@ -57,20 +58,32 @@ class StudentExtractor:
         return base.model_copy(update={"entities": parsed.entities, "relations": parsed.relations,
                                        "stats": stats})
 
-    async def extract_batch(self, items: Sequence[str | Record]) -> list[Record]:
-        """One record per item, in order; a `str` item gets the id of its position."""
+    async def extract_batch(self, items: Sequence[str | Record],
+                            on_record: Callable[[Record], None] | None = None) -> list[Record]:
+        """One record per item, in order; a `str` item gets the id of its position. At most `concurrency`
+        records are in flight, so a record's `wall_s` is its own service time, not its wait in the queue."""
         records = [Record(id=str(i), text=x) if isinstance(x, str) else x for i, x in enumerate(items)]
-        return list(await asyncio.gather(*(self.extract_record(r) for r in records)))
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(record: Record) -> Record:
+            async with gate:
+                out = await self.extract_record(record)
+            if on_record is not None:
+                on_record(out)
+            return out
+
+        return list(await asyncio.gather(*(one(r) for r in records)))
 
 
 async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str, schema: TaskSchema, *,
                         rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
-                        max_reasks: int = 2) -> list[Record]:
-    client = LLMClient.from_endpoints([Endpoint(endpoint, model, api_key_env)], cache_path=cache_path,
+                        max_reasks: int = 2, structured_output: str = "json_schema") -> list[Record]:
+    ep = Endpoint(endpoint, model, api_key_env, structured_output=structured_output)
+    client = LLMClient.from_endpoints([ep], cache_path=cache_path,
                                       concurrency=concurrency, max_parse_retries=max_reasks)
     try:
-        return await StudentExtractor(client, schema, params, rules).extract_batch(texts)
+        return await StudentExtractor(client, schema, params, rules, concurrency).extract_batch(texts)
     finally:
         await client.aclose()
 
@@ -98,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file")
     p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the API key")
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
+    p.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="json_schema",
+                   help="json_schema (response_format: vLLM, OpenAI) or llguidance (llama.cpp: compact JSON)")
     return p
 
 
@@ -114,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = asyncio.run(extract_async(
         records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
         api_key_env=args.api_key_env, concurrency=args.concurrency, cache_path=args.cache, params=params,
-        max_reasks=args.max_reasks))
+        max_reasks=args.max_reasks, structured_output=args.structured_output))
     write_records(args.out, out)
     totals = {k: sum(r.model_extra["stats"][k] for r in out)
               for k in ("calls", "prompt_tokens", "completion_tokens", "failed_calls", "ungrounded", "invalid")}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ie.config import ConfigError
+from ie.llm.client import STRUCTURED_OUTPUTS
 from ie.scoring import RE_MODES
 
 
@@ -29,6 +30,8 @@ class TeacherConfig:
     endpoint: str | None = _opt(None, "OpenAI-compatible base URL; no endpoint = embedded llama.cpp server")
     model_name: str | None = _opt(None, "model name at --endpoint")
     api_key_env: str | None = _opt(None, "NAME of the env var holding the endpoint's API key")
+    structured_output: str = _opt("json_schema", "how --endpoint is asked for JSON: json_schema (response_format; "
+                                  "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
     concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
     max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
     cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
@@ -53,6 +56,8 @@ class TeacherConfig:
             raise ConfigError(f"teacher.method: unknown method {self.method!r}; choose one of {sorted(METHODS)}")
         if self.endpoint and not self.model_name:
             raise ConfigError("teacher.model_name: --endpoint needs --model-name (the model served there)")
+        if self.structured_output not in STRUCTURED_OUTPUTS:
+            raise ConfigError(f"teacher.structured_output: one of {STRUCTURED_OUTPUTS}, got {self.structured_output!r}")
         if self.endpoint and self.model:
             raise ConfigError("teacher.model: --model starts the embedded server; drop it when using --endpoint")
         for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):

@@ -101,7 +101,8 @@ def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
     from ie.llm.local import ensure_endpoint
 
     if cfg.endpoint:
-        return ensure_endpoint(cfg.model_name, cfg.endpoint, api_key_env=cfg.api_key_env)
+        return ensure_endpoint(cfg.model_name, cfg.endpoint, api_key_env=cfg.api_key_env,
+                               structured_output=cfg.structured_output)
     return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
 
 

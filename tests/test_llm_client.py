@@ -97,16 +97,11 @@ def test_openai_transport_reads_key_from_env_only(monkeypatch):
     assert "sk-test" not in transport.name and "sk-test" not in repr(transport.endpoint)
 
 
-def test_http_429_then_success_through_the_real_sdk():
-    """The OpenAI SDK path against a scripted HTTP server: a 429 is retried, usage and cached tokens parsed."""
+def scripted_server(statuses, bodies):
+    """A local HTTP server answering chat completions with the given statuses, recording request bodies."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from ie.llm.client import Endpoint
-
-    statuses = iter([429, 200])
-    bodies = []
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -131,8 +126,16 @@ def test_http_429_then_success_through_the_real_sdk():
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def test_http_429_then_success_through_the_real_sdk():
+    """The OpenAI SDK path against a scripted HTTP server: a 429 is retried, usage and cached tokens parsed."""
+    from ie.llm.client import Endpoint
+
+    bodies = []
+    server, url = scripted_server(iter([429, 200]), bodies)
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         client = LLMClient.from_endpoints([Endpoint(url=url, model="m")], backoff_s=0.0)
         [c] = run(client.structured([{"role": "user", "content": "q"}], Answer, SamplingParams(seed=3)))
     finally:
@@ -141,6 +144,31 @@ def test_http_429_then_success_through_the_real_sdk():
     assert c.usage.prompt_tokens == 11 and c.usage.prefix_cached_tokens == 5
     assert len(bodies) == 2 and bodies[1]["response_format"]["type"] == "json_schema"
     assert bodies[1]["seed"] == 3 and bodies[1]["model"] == "m"
+
+
+def test_llguidance_endpoint_sends_a_compact_grammar_instead_of_response_format():
+    import json
+
+    from ie.llm.client import Endpoint
+
+    bodies = []
+    server, url = scripted_server(iter([200]), bodies)
+    try:
+        client = LLMClient.from_endpoints([Endpoint(url=url, model="m", structured_output="llguidance")])
+        [c] = run(client.structured([{"role": "user", "content": "q"}], Answer))
+    finally:
+        server.shutdown()
+    assert c.ok and "response_format" not in bodies[0]
+    head, _, schema = bodies[0]["grammar"].partition("start: %json ")
+    assert head == "%llguidance {}\n"
+    schema = json.loads(schema)
+    assert schema["x-guidance"]["whitespace_flexible"] is False and schema["additionalProperties"] is False
+    assert schema["required"] == ["label", "confidence"]
+    with pytest.raises(ValueError, match="mix structured outputs"):
+        LLMClient.from_endpoints([Endpoint(url=url, model="m"), Endpoint(url=url, model="m",
+                                                                        structured_output="llguidance")])
+    with pytest.raises(ValueError, match="structured_output must be one of"):
+        Endpoint(url=url, model="m", structured_output="gbnf")
 
 
 def test_wire_schema_drops_grammar_costly_bounds_but_validation_keeps_them():

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import socket
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -130,11 +132,18 @@ def test_embedded_server_answers_schema_valid_json_and_stops():
 
     with ensure_endpoint("smollm2-135m", n_ctx=512, threads=2) as endpoint:
         assert endpoint.model == "smollm2-135m" and endpoint.url.startswith("http://127.0.0.1:")
+        assert endpoint.structured_output == "llguidance"
         url = endpoint.url.removesuffix("/v1")
         [answer] = asyncio.run(ask(endpoint))
+        [flexible] = asyncio.run(ask(replace(endpoint, structured_output="json_schema")))
         assert _port_open(url)
     assert answer.ok, answer.error
     assert answer.usage.completion_tokens > 0 and answer.logprob is not None and answer.logprob <= 0
+    # The embedded server's grammar fixes the separators: one line, no indentation, no extra keys.
+    assert answer.raw == json.dumps(answer.value.model_dump(), separators=(", ", ": "))
+    # The same server under plain response_format pretty-prints (the tokens compact JSON saves).
+    assert flexible.ok and "\n" in flexible.raw
+    assert answer.usage.completion_tokens < flexible.usage.completion_tokens
     assert not _port_open(url)
 
 

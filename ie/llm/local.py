@@ -235,7 +235,8 @@ class LocalServer:
         """This server as a client endpoint."""
         from ie.llm.client import Endpoint
 
-        return Endpoint(self.base_url, self.model_name)
+        # xllamacpp's llama.cpp is built with llguidance: its grammar gives compact JSON (fewer tokens).
+        return Endpoint(self.base_url, self.model_name, structured_output="llguidance")
 
     @property
     def base_url(self) -> str:
@@ -328,10 +329,11 @@ def _port_open(host: str, port: int) -> bool:
 
 @contextmanager
 def ensure_endpoint(model: str | None = None, endpoint_url: str | None = None, *, api_key_env: str | None = None,
-                    **server_kwargs: Any) -> Iterator[Endpoint]:
+                    structured_output: str = "json_schema", **server_kwargs: Any) -> Iterator[Endpoint]:
     """An endpoint to talk to: `endpoint_url` + `model` (a remote or already running server), else the embedded
     server with `model` (catalogue name or GGUF path; default: the catalogue's default). `server_kwargs` go to
-    `LocalServer`. `api_key_env` names the environment variable holding the key; the key is never passed around."""
+    `LocalServer`. `api_key_env` names the environment variable holding the key; the key is never passed around.
+    `structured_output` applies to `endpoint_url` ("llguidance" for a llama.cpp server); the embedded one uses it."""
     from ie.llm.client import Endpoint
 
     if endpoint_url:
@@ -339,7 +341,7 @@ def ensure_endpoint(model: str | None = None, endpoint_url: str | None = None, *
             raise ValueError(f"endpoint {endpoint_url}: a model name is required (--model-name)")
         if api_key_env and not os.environ.get(api_key_env):
             raise ValueError(f"API key variable {api_key_env} is not set (or empty); export it, or drop --api-key-env")
-        yield Endpoint(endpoint_url, model, api_key_env)
+        yield Endpoint(endpoint_url, model, api_key_env, structured_output=structured_output)
         return
     with LocalServer(model, **server_kwargs) as server:
         yield server.endpoint()

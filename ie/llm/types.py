@@ -68,12 +68,14 @@ class Completion(Generic[T]):
 
 @dataclass
 class ChatRequest:
-    """What goes over the wire (OpenAI chat.completions); `response_format` carries the JSON schema."""
+    """What goes over the wire (OpenAI chat.completions); `response_format` carries the JSON schema. With
+    `grammar` set (llama.cpp's own field, an llguidance grammar of the same schema) that is sent instead."""
     model: str
     messages: list[dict[str, str]]
     response_format: dict[str, Any] | None
     params: SamplingParams
     n: int = 1
+    grammar: str | None = None
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": self.messages, "n": self.n}
@@ -85,7 +87,9 @@ class ChatRequest:
             body["top_p"] = p.top_p
         if p.logprobs:
             body["logprobs"] = True
-        if self.response_format is not None:
+        if self.grammar is not None:
+            body["grammar"] = self.grammar
+        elif self.response_format is not None:
             body["response_format"] = self.response_format
         return body
 
