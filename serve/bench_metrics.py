@@ -11,12 +11,16 @@ from ie.schema import Record
 
 @dataclass(frozen=True)
 class Price:
-    """$ per 1M tokens."""
+    """$ per 1M tokens; `cached_input` is the discounted price of prompt tokens served from the prefix cache
+    (None: billed as `input`)."""
     input: float = 0.0
     output: float = 0.0
+    cached_input: float | None = None
 
-    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+    def cost(self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0) -> float:
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((prompt_tokens - cached_tokens) * self.input + cached_tokens * cached_price
+                + completion_tokens * self.output) / 1e6
 
 
 @dataclass
@@ -33,6 +37,7 @@ class MethodMetrics:
     calls_per_sentence: float
     prompt_tokens_per_sentence: float
     completion_tokens_per_sentence: float
+    prefix_cached_tokens_per_sentence: float
     latency_p50_s: float
     latency_p95_s: float
     throughput_sentences_per_s: float
@@ -45,8 +50,14 @@ class MethodMetrics:
     def tokens_per_sentence(self) -> float:
         return self.prompt_tokens_per_sentence + self.completion_tokens_per_sentence
 
+    @property
+    def new_tokens_per_sentence(self) -> float:
+        """Tokens the server computed: prompt tokens not reused from its prefix cache, plus completions."""
+        return self.tokens_per_sentence - self.prefix_cached_tokens_per_sentence
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tokens_per_sentence": self.tokens_per_sentence}
+        return {**asdict(self), "tokens_per_sentence": self.tokens_per_sentence,
+                "new_tokens_per_sentence": self.new_tokens_per_sentence}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -73,6 +84,7 @@ def calculate_metrics(
     cached = sum(record_stat(r, "cached_calls") for r in preds)
     prompt = sum(record_stat(r, "prompt_tokens") for r in preds)
     completion = sum(record_stat(r, "completion_tokens") for r in preds)
+    prefix_cached = sum(record_stat(r, "prefix_cached_tokens") for r in preds)
     latencies = [record_stat(r, "wall_s") for r in preds]
     ner, rel = scores["ner"]["micro"], scores["re"]["micro"]
     return MethodMetrics(
@@ -82,16 +94,17 @@ def calculate_metrics(
         calls_per_sentence=calls / n,
         prompt_tokens_per_sentence=prompt / n,
         completion_tokens_per_sentence=completion / n,
+        prefix_cached_tokens_per_sentence=prefix_cached / n,
         latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
         throughput_sentences_per_s=len(preds) / wall_s if wall_s > 0 else 0.0,
-        usd_per_1k_sentences=1000 * price.cost(prompt / n, completion / n),
+        usd_per_1k_sentences=1000 * price.cost(prompt / n, completion / n, prefix_cached / n),
         cached_calls_fraction=cached / calls if calls else 0.0,
         failed_calls=int(sum(record_stat(r, "failed_calls") for r in preds)),
     )
 
 
-RATIO_FIELDS = ("ner_f1", "re_f1", "calls_per_sentence", "tokens_per_sentence", "latency_p50_s",
-                "usd_per_1k_sentences")
+RATIO_FIELDS = ("ner_f1", "re_f1", "calls_per_sentence", "tokens_per_sentence", "new_tokens_per_sentence",
+                "latency_p50_s", "usd_per_1k_sentences")
 
 
 def add_ratios(rows: list[MethodMetrics], reference: str = "crossagentie") -> None:

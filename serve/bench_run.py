@@ -37,7 +37,9 @@ def price_for(dataset: DatasetConfig, cfg: BenchConfig, model: str) -> tuple[str
     prices = dataset.section("bench").get("prices") or {}
     name = cfg.price_as or model
     entry = prices.get(name) or {}
-    return name, Price(float(entry.get("input", 0.0)), float(entry.get("output", 0.0)))
+    cached = entry.get("cached_input")
+    return name, Price(float(entry.get("input", 0.0)), float(entry.get("output", 0.0)),
+                       None if cached is None else float(cached))
 
 
 @contextlib.contextmanager

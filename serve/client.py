@@ -50,7 +50,8 @@ class StudentExtractor:
         tokens = (record.model_extra or {}).get("tokens")
         parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules, tokens)
         stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
-                 "completion_tokens": c.usage.completion_tokens, "failed_calls": int(not c.ok),
+                 "completion_tokens": c.usage.completion_tokens,
+                 "prefix_cached_tokens": c.usage.prefix_cached_tokens, "failed_calls": int(not c.ok),
                  "cached": c.cached, **parsed.model_extra["stats"], "wall_s": round(time.perf_counter() - started, 4)}
         if not c.ok:
             stats["error"] = c.error

@@ -22,9 +22,9 @@ def test_percentile_interpolates():
     assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
 
 
-def _pred(calls, prompt, completion, wall, cached=0):
+def _pred(calls, prompt, completion, wall, cached=0, prefix=0):
     return Record(id="x", text="t", stats={"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
-                                           "wall_s": wall, "cached_calls": cached})
+                                           "wall_s": wall, "cached_calls": cached, "prefix_cached_tokens": prefix})
 
 
 def test_calculate_metrics_and_ratios():
@@ -40,6 +40,19 @@ def test_calculate_metrics_and_ratios():
     add_ratios([m, ref])
     assert m.ratios["calls_per_sentence"] == pytest.approx(0.25) and ref.ratios["ner_f1"] == 1.0
     assert math.isnan(m.ratios["usd_per_1k_sentences"])  # the reference costs $0
+
+
+def test_prefix_cached_tokens_are_new_tokens_saved_and_priced_at_the_cached_rate():
+    scores = {"ner": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}},
+              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    price = Price(input=1.0, output=2.0, cached_input=0.25)
+    m = calculate_metrics("crossagentie", "m", scores, [_pred(5, 1000, 100, 1.0, prefix=600)], 1.0, price)
+    assert m.tokens_per_sentence == 1100 and m.new_tokens_per_sentence == 500
+    assert m.usd_per_1k_sentences == pytest.approx(1000 * (400 * 1.0 + 600 * 0.25 + 100 * 2.0) / 1e6)
+    direct = calculate_metrics("direct", "m", scores, [_pred(1, 300, 50, 1.0, prefix=100)], 1.0, price)
+    add_ratios([direct, m])
+    assert direct.ratios["new_tokens_per_sentence"] == pytest.approx(250 / 500)
+    assert direct.ratios["tokens_per_sentence"] == pytest.approx(350 / 1100)
 
 
 def _minimal(schema, defs):
