@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import sys
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ie.config import ConfigError, load_config, resolve_config_path
+from ie.config import REPO_ROOT, ConfigError, load_config, resolve_config_path
 
 
 @dataclass
@@ -56,13 +57,28 @@ class BenchConfig:
             raise ConfigError(f"bench.concurrency: must be at least 1, got {self.concurrency}")
 
     def settings_key(self, method: str) -> dict[str, Any]:
-        """What a reusable row must have been measured with."""
+        """What a reusable row must have been measured with: the settings, and the content of everything that
+        decides its labels (dataset config, prompts and code; the student's adapter file)."""
         keep = ("config", "split", "limit", "concurrency", "model", "endpoint", "model_name")
         key = {k: getattr(self, k) for k in keep}
+        key["inputs_sha256"] = files_digest([Path(self.config), *sorted(
+            p for d in LABELLING_CODE for p in (REPO_ROOT / d).rglob("*") if p.suffix in (".py", ".txt"))])
         if method == "student":
             key.update(student_adapter=self.student_adapter, student_base=self.student_base,
                        student_endpoint=self.student_endpoint, student_model=self.student_model)
+            if self.student_adapter:
+                key["adapter_sha256"] = files_digest([Path(self.student_adapter)])
         return key
+
+
+LABELLING_CODE = ("ie", "teacher", "distill")
+
+
+def files_digest(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,7 +23,8 @@ async def ner_agent(ctx: RecordContext, etype: str) -> list[EntityClaim]:
     # The config's examples stay out of the prompt: a small model copies them as answers.
     [c] = await ctx.ask("ner_agent", MentionList, role="ner_agent", agent=ner_agent_name(etype),
                         params=ctx.params("extract"), type=etype,
-                        description=ctx.schema.entity_types[etype].description)
+                        description=ctx.schema.entity_types[etype].description,
+                        others=", ".join(t for t in ctx.schema.entity_types if t != etype))
     if not c.ok:
         return []
     claims, ungrounded = entity_claims(ctx.text, c.value.items, etype, ner_agent_name(etype), ctx.rules,

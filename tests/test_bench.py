@@ -102,6 +102,20 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert len(fake_endpoints.requests) > calls
 
 
+def test_rows_are_not_reused_once_the_config_changes(tmp_path, fake_endpoints):
+    from ie.config import resolve_config_path
+
+    config = tmp_path / "conll04.yaml"
+    config.write_text(resolve_config_path("conll04").read_text())
+    argv = ["--config", str(config), "--split", "dev", "--limit", "1", "--out", str(tmp_path / "b"),
+            "--methods", "direct", "--endpoint", "http://fake/v1", "--model-name", "fake"]
+    assert bench.main(argv) == 0
+    calls = len(fake_endpoints.requests)
+    assert bench.main(argv) == 0 and len(fake_endpoints.requests) == calls
+    config.write_text(config.read_text().replace("max_tokens: 200", "max_tokens: 150"))
+    assert bench.main(argv) == 0 and len(fake_endpoints.requests) > calls  # new labels: measured again
+
+
 def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
     assert bench.main(["--methods", "student", "--out", str(tmp_path)]) == 2
     assert "needs --student-adapter" in capsys.readouterr().err
