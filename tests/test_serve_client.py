@@ -96,3 +96,20 @@ def test_cli_end_to_end_against_embedded_smollm(tmp_path):
         assert r.model_extra["stats"]["calls"] >= 1
     run = json.loads(out.with_suffix(".run.json").read_text())
     assert run["records"] == 2 and run["totals"]["calls"] >= 2
+
+
+async def test_record_wall_time_is_service_time_not_queueing():
+    """Records beyond the concurrency limit wait outside the timer: a queue of six one-at-a-time requests
+    gives six records of about one request's time each, not 1x..6x."""
+    import asyncio
+
+    class SlowTransport(ScriptedTransport):
+        async def __call__(self, request):
+            await asyncio.sleep(0.05)
+            return await super().__call__(request)
+
+    transport = SlowTransport(lambda req: GOOD)
+    ex = StudentExtractor(LLMClient([transport], concurrency=1), SCHEMA, concurrency=1)
+    recs = await ex.extract_batch([TEXT] * 6)
+    walls = [r.model_extra["stats"]["wall_s"] for r in recs]
+    assert len(transport.requests) == 6 and max(walls) < 0.15, walls
