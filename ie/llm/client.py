@@ -1,7 +1,8 @@
 """One async client for any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp server, Ollama).
 
 `structured()` asks for JSON matching a pydantic model (`response_format` json_schema), validates the answer,
-re-asks with the validation error a bounded number of times, and returns a `Completion` either way. Transport
+keeps the complete items of one cut off at `max_tokens` (`ie.llm.truncated`), otherwise re-asks with the
+validation error a bounded number of times, and returns a `Completion` either way. Transport
 failures (429, 5xx, timeouts) are retried with backoff, moving to the next endpoint when several are given.
 Every call goes through the sqlite call cache when one is configured.
 """
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ie.llm.cache import CallCache, cache_key
+from ie.llm.truncated import salvage
 from ie.llm.types import ChatRequest, ChatResponse, Choice, Completion, SamplingParams, Transport, TransportError, Usage
 
 T = TypeVar("T", bound=BaseModel)
@@ -91,7 +93,7 @@ def _from_sdk(resp: Any) -> ChatResponse:
         lps = None
         if getattr(ch, "logprobs", None) is not None and ch.logprobs.content:
             lps = [t.logprob for t in ch.logprobs.content]
-        choices.append(Choice(text=ch.message.content or "", token_logprobs=lps))
+        choices.append(Choice(text=ch.message.content or "", token_logprobs=lps, finish_reason=ch.finish_reason))
     usage = resp.usage
     details = getattr(usage, "prompt_tokens_details", None) if usage else None
     return ChatResponse(
@@ -152,6 +154,17 @@ def _validation_summary(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
         parts.append(f"{loc}: {err['msg']}")
     return "; ".join(parts)
+
+
+def _salvaged(raw: str, schema: type[T]) -> T | None:
+    """A cut-off answer's complete items, if they make a valid answer (see `ie.llm.truncated`)."""
+    closed = salvage(raw)
+    if closed is None:
+        return None
+    try:
+        return schema.model_validate_json(closed)
+    except ValidationError:
+        return None
 
 
 def _mean(values: list[float] | None) -> float | None:
@@ -237,6 +250,10 @@ class LLMClient:
             try:
                 value = schema.model_validate_json(raw)
             except ValidationError as exc:
+                value = _salvaged(raw, schema) if choice.finish_reason == "length" else None
+                if value is not None:
+                    return Completion(value, raw, None, usage, attempt, all_cached, time.perf_counter() - started,
+                                      _mean(choice.token_logprobs), model=self.model, truncated=True)
                 error = _validation_summary(exc)
                 convo = list(messages) + [
                     {"role": "assistant", "content": raw},
@@ -289,7 +306,8 @@ class LLMClient:
 
 def _response_to_json(resp: ChatResponse) -> dict[str, Any]:
     return {
-        "choices": [{"text": c.text, "token_logprobs": c.token_logprobs} for c in resp.choices],
+        "choices": [{"text": c.text, "token_logprobs": c.token_logprobs, "finish_reason": c.finish_reason}
+                    for c in resp.choices],
         "prompt_tokens": resp.prompt_tokens,
         "completion_tokens": resp.completion_tokens,
         "prefix_cached_tokens": resp.prefix_cached_tokens,

@@ -60,6 +60,7 @@ class Completion(Generic[T]):
     latency_s: float = 0.0
     logprob: float | None = None  # mean token log-probability of the accepted answer, when the backend gives it
     model: str = ""
+    truncated: bool = False  # the answer was cut off at max_tokens; `value` holds its complete items
 
     @property
     def ok(self) -> bool:
@@ -98,6 +99,7 @@ class ChatRequest:
 class Choice:
     text: str
     token_logprobs: list[float] | None = None
+    finish_reason: str | None = None  # "length": cut off at max_tokens
 
 
 @dataclass
