@@ -128,14 +128,15 @@ def relation_conflicts(claims: Sequence[RelationClaim], schema: TaskSchema
 
 
 def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, str], Position],
-                     offer_none: bool = True) -> str:
+                     offer_none: bool = True, order: Sequence[str] = ()) -> str:
     """Each conflict as a numbered item: its lettered options (and N, "none is correct", if offered), then
-    every agent's current stance and reason."""
+    every agent's current stance and reason, agents in `order` first (the round's speaking order)."""
+    rank = {agent: i for i, agent in enumerate(order)}
     blocks = []
     for number, conflict in enumerate(conflicts, 1):
         options = "  ".join(f"{letter(i)}) {o.label}" for i, o in enumerate(conflict.options))
         lines = [f"Item {number}: {options}" + (f"  {NONE}) none is correct" if offer_none else "")]
-        for agent in conflict.agents:
+        for agent in sorted(conflict.agents, key=lambda a: (rank.get(a, len(rank)), a)):
             p = positions.get((conflict.id, agent))
             if p is not None:
                 lines.append(f"- {agent.split(':')[-1]} agent: {letter(p.choice)} ({p.confidence:.2f}) {p.reason!r}")

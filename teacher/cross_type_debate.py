@@ -1,11 +1,15 @@
 """Intra-group cross-type debate (§3.3): agents whose claims conflict see each other's claims and reasons and
-keep or revise, for up to `max_rounds` rounds, in a seeded shuffled speaking order, with equal weight.
-Consensus ends a conflict's debate; what stays open goes to the Summarizer.
+keep or revise, for up to `max_rounds` rounds, with equal weight. Consensus ends a conflict's debate; what
+stays open goes to the Summarizer.
 
-Cost: only agents in a conflict speak, and each agent answers all of its conflicts in one call per round.
+A round is simultaneous: every speaker answers the same state, the stances of the previous round, listed in
+the round's seeded shuffled speaking order. Cost: only agents in a conflict speak, each answers all of its
+conflicts in one call per round, and the round's conflicts block comes before the speaker's own part of the
+prompt, so the server's prefix cache computes it once per round, not once per speaker.
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,20 +52,24 @@ def consensus(conflict: Conflict, positions: Positions) -> bool:
     return len({positions[(conflict.id, a)].choice for a in conflict.agents}) == 1
 
 
-async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], positions: Positions,
-                round: int) -> None:
-    """One agent's turn on all its open conflicts; an invalid or missing stance keeps the previous one.
-    Debaters keep or revise among the options; only the Summarizer may reject them all (§3.3) - a weak
-    model otherwise drops entities both agents found."""
+async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], block: str, round: int
+                ) -> dict[str, Position]:
+    """One agent's stances (by conflict id) on its items of the round's `block`; an invalid or missing stance,
+    or one on an item the agent is not part of, is left out (the previous stance stands). Debaters keep or
+    revise among the options; only the Summarizer may reject them all (§3.3) - a weak model otherwise drops
+    entities both agents found."""
+    mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
     [c] = await ctx.ask("debate", DebateAnswer, role="debater", agent=agent, params=ctx.params("debate"),
                         round=round, name=agent.split(":")[-1], description=agent_description(ctx, agent),
-                        conflicts=render_conflicts(conflicts, positions, offer_none=False))
+                        conflicts=block, items=", ".join(map(str, mine)))
+    stances: dict[str, Position] = {}
     for stance in c.value.stances if c.ok else []:
-        if 1 <= stance.item <= len(conflicts):
+        if stance.item in mine:
             conflict = conflicts[stance.item - 1]
             choice = parse_letter(stance.choice, len(conflict.options))
             if choice is not None and choice is not False:
-                positions[(conflict.id, agent)] = Position(choice, stance.confidence, stance.reason, round)
+                stances.setdefault(conflict.id, Position(choice, stance.confidence, stance.reason, round))
+    return stances
 
 
 def decide(conflict: Conflict, final: Position, settled_by: str, positions: Positions) -> list[Decision]:
@@ -96,8 +104,11 @@ async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Deci
             break
         speakers = sorted({a for c in open_ for a in c.agents})
         ctx.rng.shuffle(speakers)
-        for agent in speakers:  # in turn: later speakers see this round's earlier answers
-            await speak(ctx, agent, [c for c in open_ if agent in c.agents], positions, round)
+        block = render_conflicts(open_, positions, offer_none=False, order=speakers)
+        answers = await asyncio.gather(*(speak(ctx, agent, open_, block, round) for agent in speakers))
+        for agent, stances in zip(speakers, answers):
+            for conflict_id, position in stances.items():
+                positions[(conflict_id, agent)] = position
         for c in open_:
             history[c.id] += [(a, positions[(c.id, a)]) for a in c.agents if positions[(c.id, a)].round == round]
             if consensus(c, positions):

@@ -81,14 +81,20 @@ def test_conflict_settled_by_consensus_in_round_one_without_summarizer():
 
 
 def test_debaters_see_each_others_claims_and_reasons():
-    script = Script({**CONFLICT, "DebateAnswer": stance("B")})
-    label(script, SMITHSONIAN)
-    debate = [r for r in script.transport.requests if schema_name(r) == "DebateAnswer"]
-    first, second = (r.messages[1]["content"] for r in debate)
+    script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("A", 0.7), ("DebateAnswer", "Org"): stance("B")})
+    label(script, SMITHSONIAN, max_rounds=2)
+    debate = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "DebateAnswer"]
+    assert len(debate) == 4  # two speakers, two rounds (no consensus)
+    first = debate[0]
     assert 'A) "Smithsonian" is Loc' in first and "N) none is correct" not in first  # only the Summarizer's
     assert "Org agent: B (0.90) 'Smithsonian'" in first and "Loc agent: A (0.60) ''" in first
-    assert "(0.80) 'because'" in second  # the second speaker sees the first one's answer of this round
-    assert debate[0].params.temperature == 0.9 and debate[0].params.frequency_penalty == 0.1
+    # A round is simultaneous: both speakers get one conflicts block, ahead of their own part (a shared prefix).
+    shared = [p.split("You are the ")[0] for p in debate]
+    assert shared[0] == shared[1] and shared[2] == shared[3] and shared[0] != shared[2]
+    assert "(0.70) 'because'" in shared[2] and "(0.80) 'because'" in shared[2]  # round 2 sees round 1
+    assert "Your items: 1." in first
+    request = next(r for r in script.transport.requests if schema_name(r) == "DebateAnswer")
+    assert request.params.temperature == 0.9 and request.params.frequency_penalty == 0.1
 
 
 def test_deadlock_goes_to_the_summarizer_after_max_rounds():
