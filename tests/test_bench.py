@@ -112,7 +112,7 @@ def test_rows_are_not_reused_once_the_config_changes(tmp_path, fake_endpoints):
     assert bench.main(argv) == 0
     calls = len(fake_endpoints.requests)
     assert bench.main(argv) == 0 and len(fake_endpoints.requests) == calls
-    config.write_text(config.read_text().replace("max_tokens: 200", "max_tokens: 150"))
+    config.write_text(config.read_text().replace("max_tokens: 160", "max_tokens: 150"))
     assert bench.main(argv) == 0 and len(fake_endpoints.requests) > calls  # new labels: measured again
 
 
