@@ -24,6 +24,32 @@ def _row_path(out: Path, method: str) -> Path:
     return out / "rows" / f"{method}.json"
 
 
+class PartialRow:
+    """A method's records appended as they finish (`rows/<method>.partial.jsonl`, first line its settings), so
+    a stopped bench resumes where it stopped: finished records keep the stats (and wall time) they were
+    measured with; a resumed method's wall time adds theirs (exact at concurrency 1). Settings that differ, or
+    `resume=False` (--fresh), start it afresh."""
+
+    def __init__(self, out: Path, method: str, settings: dict[str, Any], resume: bool = True):
+        self.path = out / "rows" / f"{method}.partial.jsonl"
+        self.done: dict[str, Record] = {}
+        if resume and self.path.exists():
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            if lines and json.loads(lines[0]) == settings:
+                self.done = {r.id: r for r in (Record.model_validate_json(x) for x in lines[1:] if x.strip())}
+        if not self.done:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(settings) + "\n", encoding="utf-8")
+
+    def add(self, record: Record) -> None:
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(record.model_dump_json() + "\n")
+
+    @property
+    def wall_s(self) -> float:
+        return sum(float((r.model_extra or {}).get("stats", {}).get("wall_s", 0.0)) for r in self.done.values())
+
+
 def reusable_row(out: Path, method: str, cfg: BenchConfig) -> dict[str, Any] | None:
     """A row measured earlier with the same settings, unless --fresh."""
     path = _row_path(out, method)
@@ -85,9 +111,19 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
             for method in methods:
                 tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
                     "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config})
+                partial = PartialRow(out, method, cfg.settings_key(method), resume=not cfg.fresh)
+                todo = [r for r in records if r.id not in partial.done]
+
+                def finished(record: Record, bar: Any, partial: PartialRow = partial) -> None:
+                    partial.add(record)
+                    bar.update(1)
+
                 with _bar(method, len(records)) as bar:
-                    preds, wall = await _timed(label_records(records, method, dataset.task_schema, client, tcfg,
-                                                             on_record=lambda _: bar.update(1)))
+                    bar.update(len(records) - len(todo))
+                    new, wall = await _timed(label_records(todo, method, dataset.task_schema, client, tcfg,
+                                                           on_record=lambda r, bar=bar: finished(r, bar)))
+                by_id = {**partial.done, **{r.id: r for r in new}}
+                preds, wall = [by_id[r.id] for r in records], wall + partial.wall_s
                 extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
                 rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, extra)
         finally:

@@ -116,6 +116,23 @@ def test_rows_are_not_reused_once_the_config_changes(tmp_path, fake_endpoints):
     assert bench.main(argv) == 0 and len(fake_endpoints.requests) > calls  # new labels: measured again
 
 
+def test_a_stopped_bench_resumes_from_the_records_it_finished(tmp_path, fake_endpoints):
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path), "--methods", "direct",
+            "--endpoint", "http://fake/v1", "--model-name", "fake"]
+    assert bench.main(argv) == 0
+    partial = (tmp_path / "rows" / "direct.partial.jsonl").read_text().splitlines()
+    assert len(partial) == 3  # settings, then one line per finished record
+    first = json.loads(partial[1])
+    # as if stopped after the first record: the row was never written, one record was
+    (tmp_path / "rows" / "direct.json").unlink()
+    (tmp_path / "rows" / "direct.partial.jsonl").write_text("\n".join(partial[:2]) + "\n")
+    calls = len(fake_endpoints.requests)
+    assert bench.main(argv) == 0
+    assert len(fake_endpoints.requests) == calls + 1  # only the unfinished record is labelled
+    [kept, _] = [json.loads(x) for x in (tmp_path / "predictions" / "direct.jsonl").read_text().splitlines()]
+    assert kept["stats"] == first["stats"]  # measured once, kept as measured
+
+
 def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
     assert bench.main(["--methods", "student", "--out", str(tmp_path)]) == 2
     assert "needs --student-adapter" in capsys.readouterr().err
