@@ -27,10 +27,12 @@ def _row_path(out: Path, method: str) -> Path:
 class PartialRow:
     """A method's records appended as they finish (`rows/<method>.partial.jsonl`, first line its settings), so
     a stopped bench resumes where it stopped: finished records keep the stats (and wall time) they were
-    measured with; a resumed method's wall time adds theirs (exact at concurrency 1). Settings that differ, or
-    `resume=False` (--fresh), start it afresh."""
+    measured with; a resumed method's wall time adds theirs (exact at concurrency 1). Settings that differ
+    (but for `limit`: a record is the same record in a longer or shorter run), or `resume=False` (--fresh),
+    start it afresh."""
 
     def __init__(self, out: Path, method: str, settings: dict[str, Any], resume: bool = True):
+        settings = {k: v for k, v in settings.items() if k != "limit"}
         self.path = out / "rows" / f"{method}.partial.jsonl"
         self.done: dict[str, Record] = {}
         if resume and self.path.exists():

@@ -131,6 +131,9 @@ def test_a_stopped_bench_resumes_from_the_records_it_finished(tmp_path, fake_end
     assert len(fake_endpoints.requests) == calls + 1  # only the unfinished record is labelled
     [kept, _] = [json.loads(x) for x in (tmp_path / "predictions" / "direct.jsonl").read_text().splitlines()]
     assert kept["stats"] == first["stats"]  # measured once, kept as measured
+    shorter = argv[:5] + ["1"] + argv[6:]  # a shorter run reuses the finished record too
+    assert shorter[4:6] == ["--limit", "1"] and bench.main(shorter) == 0
+    assert len(fake_endpoints.requests) == calls + 1
 
 
 def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
