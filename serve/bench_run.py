@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,24 @@ async def _timed(coro) -> tuple[Any, float]:
     return result, time.perf_counter() - started
 
 
+async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Record],
+                  label: Callable[..., Awaitable[list[Record]]]) -> tuple[list[Record], float]:
+    """(records in input order, wall time): `label(todo, on_record=...)` runs on the records not finished by
+    an earlier, stopped bench (see `PartialRow`), with a progress bar."""
+    partial = PartialRow(out, method, cfg.settings_key(method), resume=not cfg.fresh)
+    todo = [r for r in records if r.id not in partial.done]
+    with _bar(method, len(records)) as bar:
+        bar.update(len(records) - len(todo))
+
+        def finished(record: Record) -> None:
+            partial.add(record)
+            bar.update(1)
+
+        new, wall = await _timed(label(todo, on_record=finished))
+    by_id = {**partial.done, **{r.id: r for r in new}}
+    return [by_id[r.id] for r in records], wall + partial.wall_s
+
+
 def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:
     cache = None if cfg.fresh else out / f"calls-{name}.sqlite"
     return LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
@@ -113,19 +132,8 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
             for method in methods:
                 tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
                     "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config})
-                partial = PartialRow(out, method, cfg.settings_key(method), resume=not cfg.fresh)
-                todo = [r for r in records if r.id not in partial.done]
-
-                def finished(record: Record, bar: Any, partial: PartialRow = partial) -> None:
-                    partial.add(record)
-                    bar.update(1)
-
-                with _bar(method, len(records)) as bar:
-                    bar.update(len(records) - len(todo))
-                    new, wall = await _timed(label_records(todo, method, dataset.task_schema, client, tcfg,
-                                                           on_record=lambda r, bar=bar: finished(r, bar)))
-                by_id = {**partial.done, **{r.id: r for r in new}}
-                preds, wall = [by_id[r.id] for r in records], wall + partial.wall_s
+                preds, wall = await resumed(out, method, cfg, records, functools.partial(
+                    label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg))
                 extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
                 rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, extra)
         finally:
@@ -143,8 +151,7 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
         try:
             extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset),
                                          concurrency=cfg.concurrency)
-            with _bar("student", len(records)) as bar:
-                preds, wall = await _timed(extractor.extract_batch(records, on_record=lambda _: bar.update(1)))
+            preds, wall = await resumed(out, "student", cfg, records, extractor.extract_batch)
         finally:
             await client.aclose()
     return list(preds), wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", {}
