@@ -48,9 +48,10 @@ class PartialRow:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(record.model_dump_json() + "\n")
 
-    @property
-    def wall_s(self) -> float:
-        return sum(float((r.model_extra or {}).get("stats", {}).get("wall_s", 0.0)) for r in self.done.values())
+    def wall_s(self, ids: Sequence[str]) -> float:
+        """The measured wall time of the finished records among `ids`."""
+        return sum(float((self.done[i].model_extra or {}).get("stats", {}).get("wall_s", 0.0))
+                   for i in ids if i in self.done)
 
 
 def reusable_row(out: Path, method: str, cfg: BenchConfig) -> dict[str, Any] | None:
@@ -110,7 +111,7 @@ async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Re
 
         new, wall = await _timed(label(todo, on_record=finished))
     by_id = {**partial.done, **{r.id: r for r in new}}
-    return [by_id[r.id] for r in records], wall + partial.wall_s
+    return [by_id[r.id] for r in records], wall + partial.wall_s([r.id for r in records])
 
 
 def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:

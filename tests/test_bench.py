@@ -131,9 +131,16 @@ def test_a_stopped_bench_resumes_from_the_records_it_finished(tmp_path, fake_end
     assert len(fake_endpoints.requests) == calls + 1  # only the unfinished record is labelled
     [kept, _] = [json.loads(x) for x in (tmp_path / "predictions" / "direct.jsonl").read_text().splitlines()]
     assert kept["stats"] == first["stats"]  # measured once, kept as measured
-    shorter = argv[:5] + ["1"] + argv[6:]  # a shorter run reuses the finished record too
+    # A shorter run reuses the finished record too, and its wall time is that record's alone.
+    store = tmp_path / "rows" / "direct.partial.jsonl"
+    lines = store.read_text().splitlines()
+    timed = [lines[0]] + [json.dumps({**json.loads(x), "stats": {**json.loads(x)["stats"], "wall_s": w}})
+                          for x, w in zip(lines[1:], (5.0, 7.0))]
+    store.write_text("\n".join(timed) + "\n")
+    shorter = argv[:5] + ["1"] + argv[6:]
     assert shorter[4:6] == ["--limit", "1"] and bench.main(shorter) == 0
     assert len(fake_endpoints.requests) == calls + 1
+    assert json.loads((tmp_path / "rows" / "direct.json").read_text())["wall_s"] == pytest.approx(5.0, abs=0.5)
 
 
 def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
