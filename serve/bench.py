@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import hashlib
 import json
 import sys
@@ -61,14 +62,21 @@ class BenchConfig:
         decides its labels (dataset config, prompts and code; the student's adapter file)."""
         keep = ("config", "split", "limit", "concurrency", "model", "endpoint", "model_name")
         key = {k: getattr(self, k) for k in keep}
-        key["inputs_sha256"] = files_digest([Path(self.config), *sorted(
-            p for d in LABELLING_CODE for p in (REPO_ROOT / d).rglob("*") if p.suffix in (".py", ".txt"))])
+        key["inputs_sha256"] = self._digests["inputs"]
         if method == "student":
             key.update(student_adapter=self.student_adapter, student_base=self.student_base,
-                       student_endpoint=self.student_endpoint, student_model=self.student_model)
-            if self.student_adapter:
-                key["adapter_sha256"] = files_digest([Path(self.student_adapter)])
+                       student_endpoint=self.student_endpoint, student_model=self.student_model,
+                       student_sha256=self._digests["student"])
         return key
+
+    @functools.cached_property
+    def _digests(self) -> dict[str, str]:
+        """Read once per bench: the files are hashed as they were when it started."""
+        code = sorted(p for d in LABELLING_CODE for p in (REPO_ROOT / d).rglob("*") if p.suffix in (".py", ".txt"))
+        student = [REPO_ROOT / "serve" / "client.py"]  # the student's sampling settings
+        if self.student_adapter:
+            student.append(Path(self.student_adapter))
+        return {"inputs": files_digest([Path(self.config), *code]), "student": files_digest(student)}
 
 
 LABELLING_CODE = ("ie", "teacher", "distill")

@@ -21,6 +21,14 @@ class City(BaseModel):
     country: str
 
 
+class CityName(BaseModel):
+    name: str
+
+
+class Cities(BaseModel):
+    items: list[CityName]
+
+
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CROSSAGENTIE_CACHE", str(tmp_path / "cache"))
@@ -130,12 +138,22 @@ def test_embedded_server_answers_schema_valid_json_and_stops():
         finally:
             await client.aclose()
 
+    async def ask_cut_off(endpoint):
+        client = LLMClient.from_endpoints([endpoint], max_parse_retries=0)
+        try:
+            prompt = "List the cities, as JSON: Paris, London, Rome, Berlin, Madrid, Oslo, Lisbon, Vienna."
+            return await client.structured([{"role": "user", "content": prompt}], Cities,
+                                           SamplingParams(max_tokens=8))
+        finally:
+            await client.aclose()
+
     with ensure_endpoint("smollm2-135m", n_ctx=512, threads=2) as endpoint:
         assert endpoint.model == "smollm2-135m" and endpoint.url.startswith("http://127.0.0.1:")
         assert endpoint.structured_output == "llguidance"
         url = endpoint.url.removesuffix("/v1")
         [answer] = asyncio.run(ask(endpoint))
         [flexible] = asyncio.run(ask(replace(endpoint, structured_output="json_schema")))
+        [cut] = asyncio.run(ask_cut_off(endpoint))
         assert _port_open(url)
     assert answer.ok, answer.error
     assert answer.usage.completion_tokens > 0 and answer.logprob is not None and answer.logprob <= 0
@@ -144,6 +162,9 @@ def test_embedded_server_answers_schema_valid_json_and_stops():
     # The same server under plain response_format pretty-prints (the tokens compact JSON saves).
     assert flexible.ok and "\n" in flexible.raw
     assert answer.usage.completion_tokens < flexible.usage.completion_tokens
+    # Cut off at max_tokens by the real server: the complete items are kept, without a re-ask.
+    assert cut.ok and cut.truncated and cut.attempts == 1 and cut.usage.completion_tokens == 8
+    assert len(cut.value.items) < 8 and all(c.name in cut.raw for c in cut.value.items)
     assert not _port_open(url)
 
 

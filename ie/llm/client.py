@@ -9,6 +9,7 @@ Every call goes through the sqlite call cache when one is configured.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -141,6 +142,7 @@ def _closed(node: Any) -> Any:
 _COMPACT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
+@functools.cache
 def llguidance_grammar(schema: type[BaseModel]) -> str:
     """The schema as an llguidance grammar for llama.cpp's `grammar` field: separators fixed, no extra keys,
     length and item bounds kept (llguidance enforces them at no measurable cost, unlike GBNF)."""
