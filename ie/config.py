@@ -39,6 +39,8 @@ class EntityTypeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     description: str
     examples: list[str] = Field(default_factory=list)
+    words: list[str] = Field(default_factory=list, description="plain one-word names of the type (person, date): "
+                             "the answers the likelihood Summarizer scores; empty = the type name")
 
 
 class RelationTypeSpec(BaseModel):

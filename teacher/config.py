@@ -13,6 +13,8 @@ from ie.config import ConfigError
 from ie.llm.client import STRUCTURED_OUTPUTS
 from ie.scoring import RE_MODES
 
+SUMMARIZERS = ("generate", "likelihood")
+
 
 def _opt(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
@@ -34,6 +36,9 @@ class TeacherConfig:
                                   "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
     concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
     max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
+    summarizer: str = _opt("generate", "how open entity conflicts are decided: generate (a written verdict from "
+                           "the agents' reasons) or likelihood (the most probable type word of each option's span; "
+                           "needs an endpoint that returns top_logprobs)")
     cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
     seed: int = _opt(0, "base seed for sampling and speaking order")
     extract_temperature: float = _opt(0.0, "temperature of extraction agents")
@@ -71,6 +76,8 @@ class TeacherConfig:
         for name in ("extract_temperature", "debate_temperature", "sc_temperature"):
             if not 0.0 <= getattr(self, name) <= 2.0:
                 raise ConfigError(f"teacher.{name}: must be in [0, 2], got {getattr(self, name)}")
+        if self.summarizer not in SUMMARIZERS:
+            raise ConfigError(f"teacher.summarizer: one of {SUMMARIZERS}, got {self.summarizer!r}")
         if self.re_mode not in RE_MODES:
             raise ConfigError(f"teacher.re_mode: one of {RE_MODES}, got {self.re_mode!r}")
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from ie.config import TaskSchema
 from ie.datasets.tokens import token_offsets
+from ie.llm.choice import ChoiceScores
 from ie.llm.client import LLMClient
 from ie.llm.types import Completion, SamplingParams, Usage
 from ie.schema import Record
@@ -67,22 +68,33 @@ class RecordContext:
         messages = render(template, self.schema, self.text, **fields)
         completions = await self.client.structured(messages, answer, params, n=n)
         for i, c in enumerate(completions):
-            self.usage.add(c.usage)
-            self.failed_calls += not c.ok
-            self.truncated_calls += c.truncated
             entry: dict[str, Any] = {"role": role, "agent": agent, "template": f"{template}.txt"}
             if round is not None:
                 entry["round"] = round
             if n > 1:
                 entry["sample"] = i
-            entry.update(answer=c.value.model_dump() if c.ok else c.raw, prompt_tokens=c.usage.prompt_tokens,
-                         completion_tokens=c.usage.completion_tokens, attempts=c.attempts, cached=c.cached)
-            if c.error:
-                entry["error"] = c.error
-            if c.truncated:
-                entry["truncated"] = True  # cut off at max_tokens; its complete items were kept
-            self.transcript.calls.append(entry)
+            self._log(entry, c)
         return completions
+
+    async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: str,
+                     **fields: object) -> list[Completion[ChoiceScores]]:
+        """Render `template` and read the probabilities of `options` (see `LLMClient.choose`), logged."""
+        messages = render(template, self.schema, self.text, own_context=True, **fields)
+        c = await self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed))
+        self._log({"role": role, "agent": agent, "template": f"{template}.txt", "asked": fields.get("mention")}, c)
+        return [c]
+
+    def _log(self, entry: dict[str, Any], c: Completion) -> None:
+        self.usage.add(c.usage)
+        self.failed_calls += not c.ok
+        self.truncated_calls += c.truncated
+        entry.update(answer=c.value.model_dump() if c.ok else c.raw, prompt_tokens=c.usage.prompt_tokens,
+                     completion_tokens=c.usage.completion_tokens, attempts=c.attempts, cached=c.cached)
+        if c.error:
+            entry["error"] = c.error
+        if c.truncated:
+            entry["truncated"] = True  # cut off at max_tokens; its complete items were kept
+        self.transcript.calls.append(entry)
 
     def note(self, message: str) -> None:
         self.transcript.notes.append(message)

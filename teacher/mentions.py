@@ -20,6 +20,7 @@ _PRONOUNS = frozenset(
 _UNIT = re.compile(r"\w+|[^\w\s]")
 
 
+_LOWER_WORD = re.compile(r"[a-z][a-z'-]*")  # a lowercase word: context around a name, not part of it
 _ARTICLE = re.compile(r"^(?:the|The|a|an|A|An)\s+(?=\S)")
 
 
@@ -39,6 +40,18 @@ def clean_mention(raw: str, type_names: Iterable[str] = ()) -> str:
     for name in type_names:
         m = re.sub(rf"^{re.escape(name)}\s*[:=-]\s*|\s*[(\[]{re.escape(name)}[)\]]$", "", m, flags=re.IGNORECASE)
     return _ARTICLE.sub("", m.strip())
+
+
+def name_core(mention: str) -> str:
+    """The mention without the lowercase words around the name ("in San Francisco", "diver Brian Michaud",
+    "Hong Kong construction firm"): a weak model drags context into mentions. Trailing words stay in number
+    phrases ("27 percent"). On CoNLL04 train this changes 1.3% of gold entities ("K mart")."""
+    words = [m for m in re.finditer(r"\S+", mention) if not _LOWER_WORD.fullmatch(m.group(0))]
+    if not words:
+        return ""
+    first = next(m for m in re.finditer(r"\S+", mention) if not _LOWER_WORD.fullmatch(m.group(0)))
+    end = words[-1].end() if not re.search(r"\d", mention) else len(mention.rstrip())
+    return mention[first.start():end]
 
 
 def plausible(mention: str, rules: MentionRules) -> bool:
@@ -65,6 +78,8 @@ def ground_loose(text: str, mention: str) -> list[Span]:
 def ground(text: str, raw: str, rules: MentionRules, type_names: Iterable[str] = ()) -> list[Span]:
     """Every occurrence of a cleaned, plausible mention; [] means ungrounded (or implausible)."""
     mention = clean_mention(raw, type_names)
+    if rules.require_capital_or_digit:
+        mention = name_core(mention)
     if not plausible(mention, rules):
         return []
     spans = ground_mention(text, mention) or ground_loose(text, mention)

@@ -7,17 +7,22 @@ from collections.abc import Sequence
 from teacher.answers import SummaryAnswer
 from teacher.conflicts import Conflict, Position, parse_letter, render_conflicts
 from teacher.context import RecordContext
+from teacher.likelihood_judge import judge
 
 
 async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict],
                     positions: dict[tuple[str, str], Position]) -> dict[str, Position]:
-    """Verdicts by conflict id, all open conflicts in one call; a conflict left unanswered is absent."""
+    """Verdicts by conflict id, all open conflicts in one call; a conflict left unanswered is absent. With
+    `summarizer: likelihood` the entity conflicts it can score are decided by `likelihood_judge` first."""
+    verdicts: dict[str, Position] = {}
+    if ctx.cfg.summarizer == "likelihood":
+        verdicts = await judge(ctx, conflicts)
+        conflicts = [c for c in conflicts if c.id not in verdicts]
     if not conflicts:
-        return {}
+        return verdicts
     # A judge, not a debater: deterministic sampling.
     [c] = await ctx.ask("summarizer", SummaryAnswer, role="summarizer", agent="summarizer",
                         params=ctx.params("extract"), conflicts=render_conflicts(conflicts, positions))
-    verdicts: dict[str, Position] = {}
     for v in c.value.verdicts if c.ok else []:
         if 1 <= v.item <= len(conflicts):
             conflict = conflicts[v.item - 1]

@@ -35,9 +35,15 @@ def shared_prefix(schema: TaskSchema, text: str) -> str:
     return load("context").substitute(entity_types=", ".join(schema.entity_types), text=escape_text(text))
 
 
-def render(name: str, schema: TaskSchema, text: str, /, **fields: object) -> list[dict[str, str]]:
-    """Chat messages for template `name`; a missing field is a KeyError (a bug, not a user error)."""
-    user = shared_prefix(schema, text) + "\n\n" + load(name).substitute({k: str(v) for k, v in fields.items()})
+def render(name: str, schema: TaskSchema, text: str, /, own_context: bool = False,
+           **fields: object) -> list[dict[str, str]]:
+    """Chat messages for template `name`; a missing field is a KeyError (a bug, not a user error). With
+    `own_context` the template places the delimited `${text}` itself, after a prefix of its own."""
+    values = {k: str(v) for k, v in fields.items()}
+    if own_context:
+        user = load(name).substitute(values, text=escape_text(text))
+    else:
+        user = shared_prefix(schema, text) + "\n\n" + load(name).substitute(values)
     return [{"role": "system", "content": load("system").template}, {"role": "user", "content": user}]
 
 

@@ -3,9 +3,11 @@ import asyncio
 import json
 import re
 
+import pytest
+
 from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
-from ie.llm.fake import ScriptedTransport, schema_name
+from ie.llm.fake import ScriptedTransport, next_token_response, schema_name
 from ie.llm.types import ChatResponse, Choice
 from ie.schema import Record
 from teacher.config import TeacherConfig
@@ -27,6 +29,10 @@ class Script:
 
     def __call__(self, request):
         name = schema_name(request)
+        asked = re.search(r'In this text, "(.+?)" is which type', request.messages[1]["content"])
+        if asked:  # the likelihood Summarizer: answers keyed ("choice", mention) give next-token probabilities
+            answer = self.answers.get(("choice", asked.group(1)), "no alternatives")
+            return next_token_response(answer) if isinstance(answer, dict) else answer
         found = re.search(r"You are the (\w+) agent", request.messages[1]["content"])
         key = (name, found.group(1)) if found else name
         answer = self.answers.get(key, self.answers.get(name, EMPTY.get(name)))
@@ -119,6 +125,38 @@ def test_only_the_summarizer_may_reject_every_option():
     assert conflict["settled_by"] == "summarizer" and conflict["winner"] is None
     summary = next(r for r in script.transport.requests if schema_name(r) == "SummaryAnswer")
     assert "N) none is correct" in summary.messages[1]["content"]
+
+
+def test_likelihood_summarizer_settles_by_the_span_s_most_probable_type_word():
+    script = Script({**CONFLICT, ("choice", "Smithsonian"): {"organization": 0.6, "location": 0.3, "none": 0.1}})
+    out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
+    assert entities(out) == [("Smithsonian", "Org"), ("Washington", "Loc")]
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Org'
+    [judged] = [c for c in out.model_extra["debate"]["calls"] if c["role"] == "summarizer"]
+    assert judged["agent"] == "summarizer:likelihood" and judged["asked"] == "Smithsonian"
+    assert judged["answer"]["probabilities"]["Org"] == pytest.approx(0.6)
+    assert not any(schema_name(r) in ("SummaryAnswer", "DebateAnswer") for r in script.transport.requests)
+    prompt = next(r for r in script.transport.requests if r.response_format is None).messages[1]["content"]
+    assert prompt.startswith("Entity types: person, location, organization, date, number, nationality")
+
+
+def test_likelihood_summarizer_rejects_a_span_only_when_none_beats_every_option():
+    script = Script({**CONFLICT, ("choice", "Smithsonian"): {"none": 0.5, "organization": 0.3, "location": 0.2}})
+    out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
+    assert entities(out) == [("Washington", "Loc")]
+    assert out.model_extra["debate"]["conflicts"][0]["winner"] is None
+
+
+def test_likelihood_summarizer_without_logprobs_falls_back_to_the_written_verdict():
+    script = Script({**CONFLICT, "SummaryAnswer": stance("A", key="verdicts")})
+    out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
+    assert ("Smithsonian", "Loc") in entities(out)
+    calls = out.model_extra["debate"]["calls"]
+    agents = [c["agent"] for c in calls]
+    judged = calls[agents.index("summarizer:likelihood")]
+    assert "top_logprobs" in judged["error"] and agents.index("summarizer") > agents.index("summarizer:likelihood")
+    assert out.model_extra["stats"]["failed_calls"] == 1
 
 
 DIXON = "Ronald Reagan grew up in Dixon , Illinois ."

@@ -7,7 +7,7 @@ from teacher.alignment import Check, align, delta
 from teacher.claims import Arg, Decision, EntityClaim, RelationClaim, relation_claim
 from teacher.confidence import record_confidence, score, settled_weight
 from teacher.conflicts import entity_conflicts, parse_letter, relation_conflicts
-from teacher.mentions import MentionRules, clean_mention, ground, resolve_overlaps
+from teacher.mentions import MentionRules, clean_mention, ground, name_core, resolve_overlaps
 from teacher.self_consistency import sample_weights, vote
 from teacher.templates import escape_text, render
 
@@ -29,6 +29,10 @@ def test_mentions_are_cleaned_filtered_and_grounded_loosely():
     assert [s.text for s in ground("Dixon , Boise.", "Boise", tokenised)] == ["Boise."]
     assert ground(text, "he", RULES) == [] and ground(text, "acres", RULES) == []  # pronoun; no capital/digit
     assert ground(text, "Paris", RULES) == []
+    # Lowercase context around a name goes; a number phrase keeps its unit.
+    assert [name_core(m) for m in ("in San Francisco", "Hong Kong construction firm", "27 percent", "all")] == [
+        "San Francisco", "Hong Kong", "27 percent", ""]
+    assert [s.text for s in ground(text, "of the Palace of Fine Arts in", RULES)] == ["Palace of Fine Arts"]
     assert resolve_overlaps([((0, 10), 0.0, "long"), ((5, 10), 0.0, "short"), ((20, 25), 0.0, "other")]) == [
         "long", "other"]
 

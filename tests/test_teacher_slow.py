@@ -51,3 +51,21 @@ def test_method_on_the_embedded_server(method, endpoint, sentences, tmp_path):
         assert 0.0 <= pred.model_extra["confidence"] <= 1.0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["records"] == 2 and metrics["teacher"]["records"] == 2
+
+
+def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_server(endpoint):
+    import asyncio
+
+    from teacher.context import RecordContext
+    from teacher.likelihood_judge import NOT_ENTITY, span_scores
+
+    schema = load_config(resolve_config_path("conll04")).task_schema
+    text = "John Wilkes Booth , who assassinated President Lincoln , was an actor ."
+    client = LLMClient.from_endpoints([endpoint])
+    ctx = RecordContext(Record(id="r", text=text), schema, client, TeacherConfig(**FAST), "crossagentie")
+    scores = asyncio.run(span_scores(ctx, "Lincoln"))
+    assert scores is not None and set(scores.probabilities) == {*schema.entity_types, NOT_ENTITY}
+    assert sum(scores.probabilities.values()) == pytest.approx(1.0) and 0 < scores.mass <= 1
+    [call] = ctx.transcript.calls
+    assert call["asked"] == "Lincoln" and call["completion_tokens"] == 1 and "error" not in call
+    assert ctx.usage.calls == 1

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ie.llm.cache import CallCache, cache_key
+from ie.llm.choice import TOP_LOGPROBS, ChoiceScores, option_scores
 from ie.llm.truncated import salvage
 from ie.llm.types import ChatRequest, ChatResponse, Choice, Completion, SamplingParams, Transport, TransportError, Usage
 
@@ -91,10 +92,13 @@ class OpenAITransport:
 def _from_sdk(resp: Any) -> ChatResponse:
     choices = []
     for ch in resp.choices:
-        lps = None
+        lps = tops = None
         if getattr(ch, "logprobs", None) is not None and ch.logprobs.content:
             lps = [t.logprob for t in ch.logprobs.content]
-        choices.append(Choice(text=ch.message.content or "", token_logprobs=lps, finish_reason=ch.finish_reason))
+            if any(t.top_logprobs for t in ch.logprobs.content):
+                tops = [{a.token: a.logprob for a in t.top_logprobs or ()} for t in ch.logprobs.content]
+        choices.append(Choice(text=ch.message.content or "", token_logprobs=lps, finish_reason=ch.finish_reason,
+                              top_logprobs=tops))
     usage = resp.usage
     details = getattr(usage, "prompt_tokens_details", None) if usage else None
     return ChatResponse(
@@ -225,6 +229,31 @@ class LLMClient:
         jobs = [self._answer(messages, schema, params, i, use_cache) for i in range(n)]
         return list(await asyncio.gather(*jobs))
 
+    async def choose(self, messages: list[dict[str, str]], options: dict[str, Sequence[str]],
+                     params: SamplingParams = SamplingParams(), use_cache: bool = True) -> Completion[ChoiceScores]:
+        """Probabilities of `options` (option -> its words) as the one-token answer to `messages`. Not ok when
+        the endpoint returns no token alternatives or none of them is an option's word."""
+        params = replace(params, max_tokens=1, top_logprobs=TOP_LOGPROBS, logprobs=True)
+        request = ChatRequest(model=self.model, messages=list(messages), response_format=None, params=params)
+        started = time.perf_counter()
+        try:
+            resp, cached, latency = await self._call(request, 0, use_cache)
+        except TransportError as exc:
+            self.failures += 1
+            return Completion(None, "", f"transport: {exc}", Usage(), 1, False, time.perf_counter() - started,
+                              model=self.model)
+        usage = Usage(1, int(cached), resp.prompt_tokens, resp.completion_tokens, resp.prefix_cached_tokens)
+        self.usage.add(usage)
+        choice = resp.choices[0]
+        scores = option_scores(choice.top_logprobs[0], options) if choice.top_logprobs else None
+        error = None
+        if scores is None:
+            self.failures += 1
+            error = ("the endpoint returned no token alternatives (top_logprobs)" if not choice.top_logprobs
+                     else f"no option word among the top {TOP_LOGPROBS} tokens")
+        elapsed = latency if cached else time.perf_counter() - started
+        return Completion(scores, choice.text, error, usage, 1, cached, elapsed, model=self.model)
+
     async def _answer(
         self, messages: list[dict[str, str]], schema: type[T], params: SamplingParams, index: int, use_cache: bool
     ) -> Completion[T]:
@@ -308,8 +337,8 @@ class LLMClient:
 
 def _response_to_json(resp: ChatResponse) -> dict[str, Any]:
     return {
-        "choices": [{"text": c.text, "token_logprobs": c.token_logprobs, "finish_reason": c.finish_reason}
-                    for c in resp.choices],
+        "choices": [{"text": c.text, "token_logprobs": c.token_logprobs, "finish_reason": c.finish_reason,
+                     "top_logprobs": c.top_logprobs} for c in resp.choices],
         "prompt_tokens": resp.prompt_tokens,
         "completion_tokens": resp.completion_tokens,
         "prefix_cached_tokens": resp.prefix_cached_tokens,

@@ -1,6 +1,7 @@
 """A scripted transport for deterministic tests of everything above the wire (parsing, retries, debate logic)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ie.llm.types import ChatRequest, ChatResponse, Choice
@@ -38,3 +39,11 @@ class ScriptedTransport:
             completion_tokens=len(answer.split()),
             model=request.model,
         )
+
+
+def next_token_response(probabilities: dict[str, float], prompt_tokens: int = 10) -> ChatResponse:
+    """A one-token answer whose alternatives are `probabilities` (token -> p), as a server with top_logprobs
+    returns it: what `LLMClient.choose` reads."""
+    top = {token: math.log(p) for token, p in probabilities.items()}
+    return ChatResponse(choices=[Choice(text=max(top, key=top.__getitem__), token_logprobs=[max(top.values())],
+                                        top_logprobs=[top])], prompt_tokens=prompt_tokens, completion_tokens=1)

@@ -22,6 +22,7 @@ class SamplingParams:
     max_tokens: int = 512
     top_p: float | None = None
     logprobs: bool = False
+    top_logprobs: int | None = None  # alternatives per position (OpenAI allows up to 20)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -86,8 +87,10 @@ class ChatRequest:
             body["seed"] = p.seed
         if p.top_p is not None:
             body["top_p"] = p.top_p
-        if p.logprobs:
+        if p.logprobs or p.top_logprobs:
             body["logprobs"] = True
+        if p.top_logprobs:
+            body["top_logprobs"] = p.top_logprobs
         if self.grammar is not None:
             body["grammar"] = self.grammar
         elif self.response_format is not None:
@@ -100,6 +103,7 @@ class Choice:
     text: str
     token_logprobs: list[float] | None = None
     finish_reason: str | None = None  # "length": cut off at max_tokens
+    top_logprobs: list[dict[str, float]] | None = None  # per position: alternative token -> log-probability
 
 
 @dataclass

@@ -1,0 +1,68 @@
+"""The Summarizer by likelihood (`summarizer: likelihood`): an open entity conflict goes to the option whose
+type the model finds most probable for its span, asked in one word what the mention is in this text.
+
+Why: with a small backbone the generated verdict (a letter, a confidence, a reason) is close to random, while
+the probability of a type's plain word ("person", "date") ranks the right type first for most real entities.
+One call per distinct span, a one-token answer after the sentence's shared prefix: a fraction of a
+generated verdict's cost. Relation conflicts, and any span the endpoint cannot score, still go to the
+generated Summarizer.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ie.config import TaskSchema
+from ie.llm.choice import ChoiceScores
+from teacher.claims import EntityClaim
+from teacher.conflicts import Conflict, Position
+from teacher.context import RecordContext
+
+NOT_ENTITY = "none"
+
+
+def type_words(schema: TaskSchema) -> dict[str, list[str]]:
+    """Option -> the words that mean it: each entity type's `words` (default its name), and "none"."""
+    words = {name: spec.words or [name.lower()] for name, spec in schema.entity_types.items()}
+    return {**words, NOT_ENTITY: [NOT_ENTITY]}
+
+
+async def span_scores(ctx: RecordContext, mention: str) -> ChoiceScores | None:
+    options = type_words(ctx.schema)
+    words = [w for name, ws in options.items() if name != NOT_ENTITY for w in ws]
+    [c] = await ctx.choose("judge", options, role="summarizer", agent="summarizer:likelihood", mention=mention,
+                           words=", ".join(words))
+    return c.value
+
+
+def verdict(conflict: Conflict, scores: dict[str, ChoiceScores]) -> Position | None:
+    """The option whose (span, type) is most probable; None (no verdict) when a span has no scores. "Not an
+    entity" wins only when it beats every option on each of their spans."""
+    best: tuple[float, int] | None = None
+    rejected = True
+    for i, option in enumerate(conflict.options):
+        claim = option.claims[0]
+        if not isinstance(claim, EntityClaim) or claim.arg.text not in scores:
+            return None
+        p = scores[claim.arg.text].probabilities
+        rejected &= p[NOT_ENTITY] > p[claim.arg.type]
+        if best is None or p[claim.arg.type] > best[0]:
+            best = (p[claim.arg.type], i)
+    assert best is not None  # a conflict has options
+    if rejected:
+        return Position(None, 1.0 - best[0], "likelihood: not an entity", 0)
+    return Position(best[1], best[0], f"likelihood {best[0]:.2f}", 0)
+
+
+async def judge(ctx: RecordContext, conflicts: Sequence[Conflict]) -> dict[str, Position]:
+    """Verdicts by conflict id for the entity conflicts it can score."""
+    mentions = sorted({o.claims[0].arg.text for c in conflicts for o in c.options
+                       if isinstance(o.claims[0], EntityClaim)})
+    found = await asyncio.gather(*(span_scores(ctx, m) for m in mentions))
+    scores = {m: s for m, s in zip(mentions, found) if s is not None}
+    verdicts = {}
+    for conflict in conflicts:
+        position = verdict(conflict, scores)
+        if position is not None:
+            verdicts[conflict.id] = position
+    return verdicts
