@@ -1,7 +1,8 @@
 """Inter-group cross-task debate (§3.4): NER's entities, filtered by each relation's head/tail types, are what
 the RE agents consider; RE's triples, as natural-language statements ("Reagan lives in America"), go back to
-the NER type agents, who check the entities the relations require but NER lacks (Δ, see `alignment`); the
-entities they add or retype go back to the RE agents that have not seen them. Rounds are bounded.
+the NER type agents (or, with `summarizer: likelihood`, the likelihood Summarizer), who check the entities the
+relations require but NER lacks (Δ, see `alignment`); the entities they add or retype go back to the RE agents
+that have not seen them. Rounds are bounded.
 
 Cost: a feedback call is made only for a type agent with entities to check (all of them in one call), and a
 later round re-runs only the RE agents with candidates they have neither been shown nor named themselves.
@@ -17,6 +18,7 @@ from teacher.answers import VerifyAnswer
 from teacher.claims import Arg, Decision, RelationClaim
 from teacher.context import RecordContext
 from teacher.cross_type_debate import settle
+from teacher.likelihood_judge import checks as likelihood_checks
 from teacher.type_agents import candidates, ner_agent_name, re_agents
 
 
@@ -44,6 +46,10 @@ async def verify_type(ctx: RecordContext, etype: str, args: Sequence[Arg], gap: 
 
 
 async def verify(ctx: RecordContext, gap: Delta, relations: Sequence[Decision], round: int) -> dict[Arg, Check]:
+    """The owning type agents check the required entities; with `summarizer: likelihood`, the likelihood
+    Summarizer does (see `likelihood_judge.checks`)."""
+    if ctx.cfg.summarizer == "likelihood":
+        return await likelihood_checks(ctx, gap.to_check)
     by_type: dict[str, list[Arg]] = {}
     for arg in gap.to_check:
         by_type.setdefault(arg.type, []).append(arg)

@@ -191,6 +191,20 @@ def test_alignment_drops_a_relation_whose_argument_is_rejected():
     assert first["after"]["re_only"] == []
 
 
+def test_likelihood_summarizer_checks_what_relations_require_instead_of_the_type_agents():
+    accept = Script({**FEEDBACK, ("choice", "Illinois"): {"location": 0.7, "person": 0.3}})
+    out = label(accept, DIXON, summarizer="likelihood")
+    assert ("Illinois", "Loc") in entities(out) and len(out.relations) == 1
+    assert not any(schema_name(r) == "VerifyAnswer" for r in accept.transport.requests)
+    assert ("summarizer", "summarizer:likelihood") in accept.roles(out)
+    # "Illinois" most probably a person: Live_In's tail is not a location, so the relation goes.
+    reject = Script({**FEEDBACK, ("choice", "Illinois"): {"person": 0.6, "location": 0.4}})
+    out = label(reject, DIXON, summarizer="likelihood")
+    assert ("Illinois", "Loc") not in entities(out) and out.relations == []
+    assert out.model_extra["debate"]["alignment"][0]["actions"] == [
+        {"action": "dropped_relation", "relation": "Ronald Reagan Live_In Illinois"}]
+
+
 def test_type_agents_baseline_has_no_debate_and_no_feedback():
     loc = {"items": [{"text": "Dixon", "confidence": 0.9}, {"text": "Smithsonian", "confidence": 0.6}]}
     script = Script({**CONFLICT, **FEEDBACK, ("MentionList", "Loc"): loc})

@@ -85,6 +85,8 @@ def test_config_rejects_bad_values_naming_the_field():
         TeacherConfig(endpoint="http://x/v1")
     with pytest.raises(ConfigError, match="teacher.concurrency"):
         TeacherConfig(concurrency=0)
+    with pytest.raises(ConfigError, match="teacher.summarizer: one of"):
+        TeacherConfig(summarizer="vote")
     with pytest.raises(ConfigError, match="teacher.colour"):
         TeacherConfig.from_sources({"colour": 1}, {})
     assert TeacherConfig.from_sources({"max_rounds": 3}, {"max_rounds": 1, "seed": None}).max_rounds == 1
