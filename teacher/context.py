@@ -2,6 +2,7 @@
 accumulates. Every LLM call of every method goes through `RecordContext.ask`, so every call is recorded."""
 from __future__ import annotations
 
+import json
 import random
 import zlib
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class RecordContext:
         self.failed_calls = 0
         self.truncated_calls = 0
         self.ungrounded = 0
+        self._choices: dict[str, Completion[ChoiceScores]] = {}  # see `choose`
         # Speaking order etc. must not depend on Python's per-process hash seed: a re-run hits the call cache.
         self.rng = random.Random(cfg.seed * 1_000_003 + zlib.crc32(record.id.encode("utf-8")))
 
@@ -78,11 +80,16 @@ class RecordContext:
 
     async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: str,
                      **fields: object) -> list[Completion[ChoiceScores]]:
-        """Render `template` and read the probabilities of `options` (see `LLMClient.choose`), logged."""
+        """Render `template` and read the probabilities of `options` (see `LLMClient.choose`), logged. A question
+        the record already asked (the Summarizer and alignment both scoring one span) is answered from the first
+        asking: no second call, and nothing counted twice."""
         messages = render(template, self.schema, self.text, own_context=True, **fields)
-        c = await self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed))
-        self._log({"role": role, "agent": agent, "template": f"{template}.txt", "asked": fields.get("mention")}, c)
-        return [c]
+        key = json.dumps([messages, options], sort_keys=True)
+        if key not in self._choices:
+            self._choices[key] = await self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed))
+            self._log({"role": role, "agent": agent, "template": f"{template}.txt", "asked": fields.get("mention")},
+                      self._choices[key])
+        return [self._choices[key]]
 
     def _log(self, entry: dict[str, Any], c: Completion) -> None:
         self.usage.add(c.usage)

@@ -49,9 +49,8 @@ def name_core(mention: str) -> str:
     words = [m for m in re.finditer(r"\S+", mention) if not _LOWER_WORD.fullmatch(m.group(0))]
     if not words:
         return ""
-    first = next(m for m in re.finditer(r"\S+", mention) if not _LOWER_WORD.fullmatch(m.group(0)))
     end = words[-1].end() if not re.search(r"\d", mention) else len(mention.rstrip())
-    return mention[first.start():end]
+    return mention[words[0].start():end]
 
 
 def plausible(mention: str, rules: MentionRules) -> bool:

@@ -205,6 +205,18 @@ def test_likelihood_summarizer_checks_what_relations_require_instead_of_the_type
         {"action": "dropped_relation", "relation": "Ronald Reagan Live_In Illinois"}]
 
 
+def test_a_span_judged_in_the_debate_is_not_scored_again_for_alignment():
+    # "Illinois" judged a person; Live_In then requires it as a location: the check reuses that one answer.
+    script = Script({**FEEDBACK, ("MentionList", "Peop"): items("Ronald Reagan", "Illinois"),
+                     ("MentionList", "Loc"): items("Dixon", "Illinois"),
+                     ("choice", "Illinois"): {"person": 0.6, "location": 0.4}})
+    out = label(script, DIXON, max_rounds=0, summarizer="likelihood")
+    assert ("Illinois", "Peop") in entities(out) and out.relations == []
+    assert out.model_extra["debate"]["alignment"][0]["before"]["type_mismatch"] == ["Illinois: Peop -> Loc"]
+    asked = [r for r in script.transport.requests if r.response_format is None]
+    assert len(asked) == 1 and [c.get("asked") for c in out.model_extra["debate"]["calls"]].count("Illinois") == 1
+
+
 def test_type_agents_baseline_has_no_debate_and_no_feedback():
     loc = {"items": [{"text": "Dixon", "confidence": 0.9}, {"text": "Smithsonian", "confidence": 0.6}]}
     script = Script({**CONFLICT, **FEEDBACK, ("MentionList", "Loc"): loc})

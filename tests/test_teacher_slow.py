@@ -69,3 +69,20 @@ def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_serve
     [call] = ctx.transcript.calls
     assert call["asked"] == "Lincoln" and call["completion_tokens"] == 1 and "error" not in call
     assert ctx.usage.calls == 1
+
+
+def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(endpoint, tmp_path):
+    # The likelihood Summarizer and no debate round; smollm2's type agents disagree on "Smithsonian" here.
+    text = tmp_path / "one.txt"
+    text.write_text("Smithsonian officials met in Washington .\n")
+    cfg = TeacherConfig(input=str(text), out=str(tmp_path / "out"),
+                        **{**FAST, "summarizer": "likelihood", "max_rounds": 0})
+    out = run(cfg, LLMClient.from_endpoints([endpoint], max_parse_retries=0))
+    [pred] = read_records(out / "predictions.jsonl")
+    debate = pred.model_extra["debate"]
+    judged = [c for c in debate["calls"] if c["agent"] == "summarizer:likelihood"]
+    entity_conflicts = [c for c in debate["conflicts"] if c["kind"] != "relation"]
+    assert judged and entity_conflicts and not any(c["role"] == "debater" for c in debate["calls"])
+    assert all("error" not in c and c["completion_tokens"] == 1 for c in judged)
+    assert all(c["settled_by"] == "summarizer" for c in entity_conflicts)
+    assert "error" not in pred.model_extra["stats"]
