@@ -71,13 +71,18 @@ def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_serve
     assert ctx.usage.calls == 1
 
 
-def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(endpoint, tmp_path):
-    # The likelihood Summarizer and no debate round; smollm2's type agents disagree on "Smithsonian" here.
+def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(tmp_path):
+    # The likelihood Summarizer and no debate round; smollm2's type agents disagree on "Smithsonian" here. Its
+    # own server with one slot: in two, concurrent agents share batches, whose arithmetic (and so a 135M
+    # model's greedy answer) depends on timing, and the disagreement came and went with the test order.
+    from ie.llm.local import LocalServer
+
     text = tmp_path / "one.txt"
     text.write_text("Smithsonian officials met in Washington .\n")
     cfg = TeacherConfig(input=str(text), out=str(tmp_path / "out"),
                         **{**FAST, "summarizer": "likelihood", "max_rounds": 0})
-    out = run(cfg, LLMClient.from_endpoints([endpoint], max_parse_retries=0))
+    with LocalServer("smollm2-135m", n_parallel=1, n_ctx=1024) as server:
+        out = run(cfg, LLMClient.from_endpoints([Endpoint(server.base_url, server.model_name)], max_parse_retries=0))
     [pred] = read_records(out / "predictions.jsonl")
     debate = pred.model_extra["debate"]
     judged = [c for c in debate["calls"] if c["agent"] == "summarizer:likelihood"]
