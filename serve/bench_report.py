@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from serve.bench_metrics import MethodMetrics
+from serve.bench_metrics import NER_F1_GAIN_TARGET, TOKEN_RATIO_TARGET, MethodMetrics
 
 # CrossAgentIE paper, Table (CoNLL04 NER F1, GPT-3.5 backbone): a different, far larger model; for reference.
 PAPER_CONLL04_NER_F1 = {"direct": 58.13, "self-consistency": 60.48, "type-agents": 55.73,
@@ -39,12 +39,24 @@ def markdown_table(rows: Sequence[MethodMetrics]) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, Any]) -> None:
+def target_lines(target: dict[str, Any]) -> list[str]:
+    verdict = "met" if target["met"] else "not met"
+    return [f"## Teacher target: {verdict}", "",
+            f"`{target['method']}` against `{target['baseline']}`: NER F1 {target['ner_f1_gain']:+.2f} points "
+            f"(target at least +{NER_F1_GAIN_TARGET:g}), {target['new_tokens_ratio']:.2f}× the new tokens a sentence "
+            f"(target at most {TOKEN_RATIO_TARGET:g}×); {target['tokens_ratio_in_full']:.2f}× the tokens counted in "
+            f"full, {target['usd_ratio']:.2f}× the $ per sentence."]
+
+
+def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, Any],
+                   target: dict[str, Any] | None = None) -> None:
     notes = [f"- {k}: {v}" for k, v in header.items()]
     text = ("# Bench\n\n" + "\n".join(notes) + "\n\n" + markdown_table(rows) + "\n\n"
             "Ratios (×) are to the `crossagentie` row. 'new tokens' are what the server computed: prompt tokens "
             "not reused from its prefix cache, plus completion tokens. 'paper NER F1' is the CrossAgentIE paper's "
             "CoNLL04 test number with GPT-3.5 (a different, far larger backbone), for reference only.\n")
+    if target is not None:
+        text += "\n" + "\n".join(target_lines(target)) + "\n"
     path.write_text(text, encoding="utf-8")
 
 

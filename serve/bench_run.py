@@ -17,7 +17,7 @@ from ie.llm.client import Endpoint, LLMClient
 from ie.llm.local import ensure_endpoint
 from ie.schema import Record, read_records, write_records
 from serve.bench import BenchConfig, write_json
-from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics
+from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics, teacher_target
 from serve.bench_report import write_markdown, write_plot
 
 
@@ -223,7 +223,8 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
     overhead = {m: rows[m]["overhead"] for m in cfg.methods if "overhead" in rows[m]}
     if overhead:
         header["orchestration overhead"] = overhead
-    write_json(out / "bench.json", {**header, "rows": [m.as_dict() for m in metrics]})
-    write_markdown(out / "bench.md", metrics, header)
+    target = teacher_target(metrics)
+    write_json(out / "bench.json", {**header, "rows": [m.as_dict() for m in metrics], "teacher_target": target})
+    write_markdown(out / "bench.md", metrics, header, target)
     write_plot(out / "bench.png", metrics)
     return out

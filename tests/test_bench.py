@@ -8,7 +8,7 @@ from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.schema import Record
 from serve import bench, bench_run
-from serve.bench_metrics import Price, add_ratios, calculate_metrics, percentile
+from serve.bench_metrics import Price, add_ratios, calculate_metrics, percentile, teacher_target
 
 ROW_FIELDS = {"method", "model", "sentences", "ner_p", "ner_r", "ner_f1", "re_p", "re_r", "re_f1",
               "calls_per_sentence", "prompt_tokens_per_sentence", "completion_tokens_per_sentence",
@@ -55,6 +55,25 @@ def test_prefix_cached_tokens_are_new_tokens_saved_and_priced_at_the_cached_rate
     assert direct.ratios["tokens_per_sentence"] == pytest.approx(350 / 1100)
 
 
+def _f1_row(method, f1, prompt, completion, prefix):
+    scores = {"ner": {"micro": {"precision": f1, "recall": f1, "f1": f1}},
+              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    price = Price(input=1.0, output=2.0, cached_input=0.5)
+    return calculate_metrics(method, "m", scores, [_pred(1, prompt, completion, 1.0, prefix=prefix)], 1.0, price)
+
+
+def test_teacher_target_counts_new_tokens_and_reports_the_count_in_full():
+    direct = _f1_row("direct", 0.45, 300, 200, 50)  # 500 tokens, 450 new
+    # +6 points at 2100 tokens (4.2x in full) of which 1790 new (3.98x): met
+    met = teacher_target([direct, _f1_row("crossagentie", 0.51, 1700, 400, 310)])
+    assert met["met"] and met["ner_f1_gain"] == pytest.approx(6.0)
+    assert met["new_tokens_ratio"] == pytest.approx(1790 / 450) and met["tokens_ratio_in_full"] == pytest.approx(4.2)
+    # one new token more than 4x, or a gain under 5 points: not met
+    assert not teacher_target([direct, _f1_row("crossagentie", 0.51, 1700, 400, 299)])["met"]
+    assert not teacher_target([direct, _f1_row("crossagentie", 0.499, 1000, 100, 500)])["met"]
+    assert teacher_target([direct]) is None
+
+
 def _minimal(schema, defs):
     """The smallest instance of a JSON schema: what a scripted model answers to any agent."""
     if "$ref" in schema:
@@ -94,6 +113,7 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert data["rows"][2]["ratios"]["tokens_per_sentence"] == 1.0
     table = (tmp_path / "bench.md").read_text()
     assert "| method | NER P |" in table and "| student |" in table and "68.38" in table
+    assert data["teacher_target"]["baseline"] == "direct" and "## Teacher target: " in table
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     calls = len(fake_endpoints.requests)
     assert bench.main(argv) == 0  # same settings: rows reused, no new calls
