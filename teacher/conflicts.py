@@ -41,11 +41,13 @@ class Conflict:
 
 @dataclass(frozen=True)
 class Position:
-    """An agent's stance on a conflict: an option index, or None for "none is correct"."""
+    """An agent's stance on a conflict: an option index, or None for "none is correct". A Summarizer's verdict
+    may instead give the chosen option's span a type no agent claimed (`retype`)."""
     choice: int | None
     confidence: float
     reason: str
     round: int
+    retype: str | None = None
 
 
 def letter(choice: int | None) -> str:
@@ -72,7 +74,7 @@ def _components(claims: Sequence[EntityClaim], same_span_only: bool) -> list[lis
     return groups
 
 
-def _entity_label(claim: EntityClaim) -> str:
+def entity_label(claim: EntityClaim) -> str:
     return f'"{claim.arg.text}" is {claim.arg.type}'
 
 
@@ -107,7 +109,7 @@ def entity_conflicts(claims: Sequence[EntityClaim], nested: bool = False
     def kind(opts) -> str:
         return "label" if len({c.arg.text for o in opts for c in o.claims}) == 1 else "boundary"
 
-    return free, _merge(contested, kind, _entity_label, "e")
+    return free, _merge(contested, kind, entity_label, "e")
 
 
 def relation_conflicts(claims: Sequence[RelationClaim], schema: TaskSchema

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from teacher.answers import DebateAnswer
-from teacher.claims import Claim, Decision, RelationClaim, uncontested
+from teacher.claims import Claim, Decision, EntityClaim, RelationClaim, uncontested
 from teacher.conflicts import (
     Conflict,
     Position,
     entity_conflicts,
+    entity_label,
     letter,
     parse_letter,
     relation_conflicts,
@@ -72,14 +74,37 @@ async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], b
     return stances
 
 
+def chosen_claims(conflict: Conflict, final: Position) -> tuple[Claim, ...]:
+    """The winning option's claims (every occurrence), retyped if the verdict gave its span another type."""
+    if final.choice is None:
+        return ()
+    claims = conflict.options[final.choice].claims
+    if final.retype is None:
+        return claims
+    return tuple(replace(c, arg=replace(c.arg, type=final.retype), agent="summarizer:likelihood")
+                 for c in claims if isinstance(c, EntityClaim))
+
+
 def decide(conflict: Conflict, final: Position, settled_by: str, positions: Positions) -> list[Decision]:
-    """The winning option's claims (every occurrence), backed by the confidences that chose it."""
+    """The winning option's claims, backed by the confidences that chose it (the verdict's alone when it gave
+    the span a type no agent claimed)."""
     if final.choice is None:
         return []
-    backing = [positions[(conflict.id, a)].confidence for a in conflict.agents
-               if positions[(conflict.id, a)].choice == final.choice]
-    support = tuple(backing) + ((final.confidence,) if settled_by in ("summarizer", "fallback") else ())
-    return [Decision(c, support or (final.confidence,), settled_by) for c in conflict.options[final.choice].claims]
+    if final.retype is not None:
+        support: tuple[float, ...] = (final.confidence,)
+    else:
+        backing = [positions[(conflict.id, a)].confidence for a in conflict.agents
+                   if positions[(conflict.id, a)].choice == final.choice]
+        support = tuple(backing) + ((final.confidence,) if settled_by in ("summarizer", "fallback") else ())
+    return [Decision(c, support or (final.confidence,), settled_by) for c in chosen_claims(conflict, final)]
+
+
+def winner_label(conflict: Conflict, final: Position) -> str | None:
+    if final.choice is None:
+        return None
+    if final.retype is None:
+        return conflict.options[final.choice].label
+    return entity_label(chosen_claims(conflict, final)[0])  # type: ignore[arg-type]
 
 
 def log_entry(conflict: Conflict, history: list[tuple[str, Position]], settled_by: str,
@@ -90,7 +115,7 @@ def log_entry(conflict: Conflict, history: list[tuple[str, Position]], settled_b
         "stances": [{"round": p.round, "agent": a, "choice": letter(p.choice), "confidence": p.confidence,
                      "reason": p.reason} for a, p in history],
         "settled_by": settled_by,
-        "winner": None if final.choice is None else conflict.options[final.choice].label,
+        "winner": winner_label(conflict, final),
     }
 
 

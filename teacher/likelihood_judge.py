@@ -1,5 +1,8 @@
 """The Summarizer by likelihood (`summarizer: likelihood`): an open entity conflict goes to the option whose
-type the model finds most probable for its span, asked in one word what the mention is in this text.
+type the model finds most probable for its span, asked in one word what the mention is in this text. A label
+conflict (one span) goes to the span's most probable type even if no agent claimed it. Where that differs from
+the best claimed type, on 50 CoNLL04 dev sentences, the span's own best type was the gold one 10 times and the
+claimed one 5 times (36 train sentences: 3 and 1).
 
 Why: with a small backbone the generated verdict (a letter, a confidence, a reason) is close to random, while
 the probability of a type's plain word ("person", "date") ranks the right type first for most real entities.
@@ -43,7 +46,8 @@ async def span_scores(ctx: RecordContext, mention: str) -> ChoiceScores | None:
 
 def verdict(conflict: Conflict, scores: dict[str, ChoiceScores]) -> Position | None:
     """The option whose (span, type) is most probable; None (no verdict) when a span has no scores. "Not an
-    entity" wins only when it beats every option on each of their spans."""
+    entity" wins only when it beats every option on each of their spans. A label conflict (one span) goes to
+    the span's most probable answer even when no agent claimed that type: the agents only put the span up."""
     best: tuple[float, int] | None = None
     rejected = True
     for i, option in enumerate(conflict.options):
@@ -55,6 +59,10 @@ def verdict(conflict: Conflict, scores: dict[str, ChoiceScores]) -> Position | N
         if best is None or p[claim.arg.type] > best[0]:
             best = (p[claim.arg.type], i)
     assert best is not None  # a conflict has options
+    if conflict.kind == "label":  # every option has this same span, so `p` holds all its scores
+        top = max(p, key=p.__getitem__)
+        if top != NOT_ENTITY and top not in {o.claims[0].arg.type for o in conflict.options}:  # type: ignore[union-attr]
+            return Position(0, p[top], f"likelihood {p[top]:.2f}, a type no agent claimed", 0, retype=top)
     if rejected:
         return Position(None, 1.0 - best[0], "likelihood: not an entity", 0)
     return Position(best[1], best[0], f"likelihood {best[0]:.2f}", 0)

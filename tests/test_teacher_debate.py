@@ -148,6 +148,17 @@ def test_likelihood_summarizer_rejects_a_span_only_when_none_beats_every_option(
     assert out.model_extra["debate"]["conflicts"][0]["winner"] is None
 
 
+def test_likelihood_summarizer_gives_a_label_conflict_s_span_its_most_probable_type_even_if_unclaimed():
+    # The Org and Loc agents both claim "Smithsonian"; the model finds "person" most probable for it.
+    script = Script({**CONFLICT, ("choice", "Smithsonian"): {"person": 0.5, "organization": 0.3, "none": 0.2}})
+    out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
+    assert entities(out) == [("Smithsonian", "Peop"), ("Washington", "Loc")]
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["options"] == ['"Smithsonian" is Loc', '"Smithsonian" is Org']
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Peop'
+    assert out.entities[0].confidence == pytest.approx(0.5 * 0.8)  # the verdict alone backs it, as settled by it
+
+
 def test_likelihood_summarizer_without_logprobs_falls_back_to_the_written_verdict():
     script = Script({**CONFLICT, "SummaryAnswer": stance("A", key="verdicts")})
     out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
