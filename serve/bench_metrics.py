@@ -113,9 +113,13 @@ def add_ratios(rows: list[MethodMetrics], reference: str = "crossagentie") -> No
     if ref is None:
         return
     for row in rows:
-        row.ratios = {
-            f: (getattr(row, f) / getattr(ref, f)) if getattr(ref, f) else float("nan") for f in RATIO_FIELDS
-        }
+        row.ratios = {f: ratio(row, ref, f) for f in RATIO_FIELDS}
+
+
+def ratio(row: MethodMetrics, ref: MethodMetrics, field: str) -> float:
+    """row's `field` over ref's (nan where ref's is zero)."""
+    den = getattr(ref, field)
+    return getattr(row, field) / den if den else float("nan")
 
 
 # The project's teacher target: `crossagentie` at least 5 NER F1 points over `direct`, at no more than 4x its
@@ -132,13 +136,8 @@ def teacher_target(rows: Sequence[MethodMetrics], method: str = "crossagentie", 
     ours, base = by_name.get(method), by_name.get(baseline)
     if ours is None or base is None:
         return None
-
-    def ratio(field: str) -> float:
-        b = getattr(base, field)
-        return getattr(ours, field) / b if b else float("nan")
-
-    gain, new_tokens = ours.ner_f1 - base.ner_f1, ratio("new_tokens_per_sentence")
+    gain, new_tokens = ours.ner_f1 - base.ner_f1, ratio(ours, base, "new_tokens_per_sentence")
     return {"method": method, "baseline": baseline, "ner_f1_gain": gain,
-            "new_tokens_ratio": new_tokens, "tokens_ratio_in_full": ratio("tokens_per_sentence"),
-            "usd_ratio": ratio("usd_per_1k_sentences"),
+            "new_tokens_ratio": new_tokens, "tokens_ratio_in_full": ratio(ours, base, "tokens_per_sentence"),
+            "usd_ratio": ratio(ours, base, "usd_per_1k_sentences"),
             "met": gain >= NER_F1_GAIN_TARGET and new_tokens <= TOKEN_RATIO_TARGET}

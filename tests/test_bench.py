@@ -170,12 +170,17 @@ def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_bench_on_the_real_embedded_server(tmp_path):
-    """direct through the real llama.cpp server (smollm2-135m), with the overhead replay."""
-    argv = ["--config", "conll04", "--split", "dev", "--limit", "1", "--out", str(tmp_path), "--methods", "direct",
-            "--model", "smollm2-135m", "--overhead"]
+    """direct and crossagentie through the real llama.cpp server (smollm2-135m), with the overhead replay and
+    the teacher target checked on the two real rows."""
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "1", "--out", str(tmp_path), "--methods",
+            "direct,crossagentie", "--model", "smollm2-135m", "--overhead"]
     assert bench.main(argv) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
-    [row] = data["rows"]
+    row, teacher = data["rows"]
+    target = data["teacher_target"]
+    assert target["new_tokens_ratio"] == pytest.approx(teacher["new_tokens_per_sentence"] / row["new_tokens_per_sentence"])
+    assert target["ner_f1_gain"] == pytest.approx(teacher["ner_f1"] - row["ner_f1"]) and target["met"] in (True, False)
+    assert "## Teacher target: " in (tmp_path / "bench.md").read_text()
     assert row["calls_per_sentence"] >= 1 and row["prompt_tokens_per_sentence"] > 50
     assert row["latency_p50_s"] > 0 and row["cached_calls_fraction"] == 0.0
     overhead = data["orchestration overhead"]["direct"]

@@ -71,6 +71,34 @@ def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_serve
     assert ctx.usage.calls == 1
 
 
+def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most_probable_type(endpoint):
+    import asyncio
+
+    from teacher.claims import Arg, EntityClaim
+    from teacher.conflicts import entity_conflicts
+    from teacher.context import RecordContext
+    from teacher.cross_type_debate import decide
+    from teacher.likelihood_judge import NOT_ENTITY, judge, span_scores
+
+    schema = load_config(resolve_config_path("conll04")).task_schema
+    text = "John Wilkes Booth , who assassinated President Lincoln , was an actor ."
+    ctx = RecordContext(Record(id="r", text=text), schema, LLMClient.from_endpoints([endpoint]),
+                        TeacherConfig(**FAST), "crossagentie")
+    p = asyncio.run(span_scores(ctx, "Lincoln")).probabilities
+    top = max((t for t in p if t != NOT_ENTITY), key=p.__getitem__)
+    assert p[top] > p[NOT_ENTITY], p  # the premise: the (pinned, greedy) model finds a type for "Lincoln"
+    start = text.index("Lincoln")
+    # Two agents claim "Lincoln", neither with the type the model finds most probable.
+    unclaimed = [t for t in schema.entity_types if t != top][:2]
+    claims = [EntityClaim(Arg(start, start + 7, t, "Lincoln"), f"ner:{t}", 0.9) for t in unclaimed]
+    _, [conflict] = entity_conflicts(claims)
+    verdicts = asyncio.run(judge(ctx, [conflict]))
+    assert verdicts[conflict.id].retype == top and verdicts[conflict.id].confidence == pytest.approx(p[top])
+    [decision] = decide(conflict, verdicts[conflict.id], "summarizer", {})
+    assert decision.claim.arg == Arg(start, start + 7, top, "Lincoln")
+    assert ctx.usage.calls == 1  # the judge reused the first asking
+
+
 def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(tmp_path):
     # The likelihood Summarizer and no debate round; smollm2's type agents disagree on "Smithsonian" here. Its
     # own server with one slot: in two, concurrent agents share batches, whose arithmetic (and so a 135M
