@@ -1,10 +1,12 @@
 """Score predicted records against gold records (strict NER/RE micro P/R/F1 per type, NER error taxonomy).
 
     python -m ie.score --gold gold.jsonl --pred pred.jsonl [--json] [--re-mode strict|boundaries|strings]
-                       [--config conll04] [--symmetric]
+                       [--config conll04] [--symmetric] [--baseline other.jsonl [--resamples 2000] [--seed 0]]
 
 `--config` lists every schema type and supplies defaults from the config's `score:` section
 (`re_mode`, `symmetric`, `semeval`); flags override them. Prediction ids not in gold are ignored with a warning.
+`--baseline` adds a paired bootstrap of `--pred` minus the baseline's micro F1 (NER and RE) over the gold records:
+the difference, its 95 % interval and the share of resamples where `--pred` does not beat the baseline.
 """
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import json
 import sys
 from typing import Any
 
+from ie.bootstrap import compare_systems
 from ie.config import ConfigError, DatasetConfig, load_config, resolve_config_path
 from ie.schema import read_records
-from ie.scoring import RE_MODES, evaluate
+from ie.scoring import RE_MODES, evaluate, symmetric_types
 
 SCORE_OPTIONS = {"re_mode": str, "symmetric": bool, "semeval": bool}
 
@@ -29,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="dataset config name or path: schema types and `score:` defaults")
     parser.add_argument("--symmetric", action="store_true", default=None,
                         help="score relation types marked symmetric in the schema without direction")
+    parser.add_argument("--baseline", help="another system's prediction JSONL: bootstrap --pred minus it")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     return parser
 
 
@@ -51,6 +57,10 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(f"  {name[:22]:22} {c['precision'] * 100:6.2f} {c['recall'] * 100:6.2f} "
                          f"{c['f1'] * 100:6.2f} {c['tp']:6d} {c['fp']:6d} {c['fn']:6d}")
     lines.append("NER errors: " + ", ".join(f"{k} {v}" for k, v in result["errors"].items()))
+    for task, d in result.get("baseline", {}).get("difference", {}).items():
+        lines.append(f"{task.upper()} F1 minus baseline: {d['difference'] * 100:+.2f} ({d['f1_b'] * 100:.2f} against "
+                     f"{d['f1_a'] * 100:.2f}), {d['confidence']:.0%} interval {d['low'] * 100:+.2f} to "
+                     f"{d['high'] * 100:+.2f}; not better in {d['p_not_better']:.1%} of {d['resamples']} resamples")
     if "semeval" in result:
         macro, micro = result["semeval"]["macro"], result["semeval"]["micro"]
         lines.append(f"SemEval official macro-F1 (9 relations, direction counted, Other excluded): "
@@ -64,12 +74,17 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(resolve_config_path(args.config)) if args.config else None
         options = score_options(config)
         gold, pred = read_records(args.gold), read_records(args.pred)
-        result = evaluate(
-            gold, pred, schema=config.task_schema if config else None,
-            re_mode=args.re_mode or options.get("re_mode", "strict"),
-            symmetric=args.symmetric if args.symmetric is not None else options.get("symmetric", False),
-            semeval=options.get("semeval", False),
-        )
+        schema = config.task_schema if config else None
+        re_mode = args.re_mode or options.get("re_mode", "strict")
+        symmetric = args.symmetric if args.symmetric is not None else options.get("symmetric", False)
+        result = evaluate(gold, pred, schema=schema, re_mode=re_mode, symmetric=symmetric,
+                          semeval=options.get("semeval", False))
+        if args.baseline:
+            difference = compare_systems(gold, read_records(args.baseline), pred, re_mode,
+                                         symmetric_types(schema) if symmetric else frozenset(),
+                                         args.resamples, args.seed)
+            result["baseline"] = {"path": args.baseline,
+                                  "difference": {task: d.as_dict() for task, d in difference.items()}}
     except (ValueError, OSError) as exc:  # ConfigError and RecordFormatError are ValueErrors
         print(f"error: {exc}", file=sys.stderr)
         return 1

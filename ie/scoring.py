@@ -228,17 +228,24 @@ def semeval_score(pairs: list[RecordPair]) -> SemEvalScore:
     return SemEvalScore(per_relation)
 
 
+def keyed_pairs(pairs: list[RecordPair], re_mode: ReMode = "strict", symmetric: frozenset[str] = frozenset()
+                ) -> tuple[list[tuple[set, set]], list[tuple[set, set]]]:
+    """(gold keys, predicted keys) per record, for NER and for RE."""
+    if re_mode not in RE_MODES:
+        raise ValueError(f"re_mode: {re_mode!r} is not one of {RE_MODES}")
+    ner = [(entity_keys(g), entity_keys(p)) for g, p in pairs]
+    re = [(relation_keys(g, re_mode, symmetric, gold=True), relation_keys(p, re_mode, symmetric)) for g, p in pairs]
+    return ner, re
+
+
 def evaluate(gold: list[Record], pred: list[Record], schema: TaskSchema | None = None,
              re_mode: ReMode = "strict", symmetric: bool = False, semeval: bool = False) -> dict[str, Any]:
     """NER and RE scores, the NER error taxonomy and, with `semeval=True`, the official SemEval-2010 Task 8
     metric (`semeval_score`). `schema` lists every entity/relation type in `per_type`, even unseen ones.
     Returns `{"ner", "re", "errors", "records", "unmatched_predictions"[, "semeval"]}`."""
-    if re_mode not in RE_MODES:
-        raise ValueError(f"re_mode: {re_mode!r} is not one of {RE_MODES}")
     pairs, unmatched = pair_records(gold, pred)
     sym = symmetric_types(schema) if symmetric else frozenset()
-    ner_pairs = [(entity_keys(g), entity_keys(p)) for g, p in pairs]
-    re_pairs = [(relation_keys(g, re_mode, sym, gold=True), relation_keys(p, re_mode, sym)) for g, p in pairs]
+    ner_pairs, re_pairs = keyed_pairs(pairs, re_mode, sym)
     entity_types = schema.entity_types if schema else ()
     relation_types = schema.relation_types if schema else ()
     result: dict[str, Any] = {

@@ -150,4 +150,6 @@ def test_cli_stats_and_export(tmp_path, capsys):
     out = tmp_path / "c.jsonl"
     assert datasets_cli.main(["export", "conll2003", "--split", "test", "--out", str(out)]) == 0
     assert len(load_input(out)) == 3453
+    assert datasets_cli.main(["export", "conll2003", "--split", "test", "--limit", "5", "--out", str(out)]) == 0
+    assert [r.id for r in load_input(out)] == [r.id for r in load_split(load_config(resolve_config_path("conll2003")), "test")[:5]]
     assert datasets_cli.main(["stats", "conll04", "--split", "nope"]) == 1

@@ -4,9 +4,10 @@ import json
 import pytest
 
 from ie import score as score_cli
+from ie.bootstrap import paired_bootstrap
 from ie.config import load_config, resolve_config_path
 from ie.schema import Record, write_records
-from ie.scoring import evaluate, semeval_label
+from ie.scoring import Counts, evaluate, semeval_label
 
 TEXT = "Bo lives in New York ."  # Bo 0-2, lives 3-8, New 12-15, New York 12-20
 TEXT2 = "Al works for Acme ."  # Al 0-2, Acme 13-17
@@ -168,3 +169,34 @@ def test_cli_json_keys_and_table(tmp_path, capsys):
     assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--json", "--config", "nyt"]) == 0
     assert json.loads(capsys.readouterr().out)["re"]["mode"] == "strings"  # the config's `score:` default
     assert score_cli.main(["--gold", str(tmp_path / "none.jsonl"), "--pred", str(pred)]) == 1
+
+
+def test_paired_bootstrap_by_hand():
+    even = [Counts(1, 0, 0)] * 10
+    same = paired_bootstrap(even, even, resamples=200)
+    assert (same.difference, same.low, same.high, same.p_not_better) == (0.0, 0.0, 0.0, 1.0)
+    # B finds the entity A misses on half the records: a tie only on resamples without them, 2**-10 of them.
+    worse = [Counts(0, 0, 1)] * 5 + [Counts(1, 0, 0)] * 5
+    better = paired_bootstrap(worse, even, resamples=200)
+    assert better.f1_b == 1.0 and better.f1_a == pytest.approx(2 / 3) and better.difference == pytest.approx(1 / 3)
+    assert 0 < better.low <= better.difference <= better.high and better.p_not_better < 0.01
+    # One record decides it: B wins on it, loses nothing elsewhere, so resamples without it are ties.
+    one = paired_bootstrap([Counts(0, 0, 1)] + even[1:], even, resamples=2000, seed=1)
+    assert one.low == 0.0 and one.high > 0 and 0.3 < one.p_not_better < 0.4  # (1 - 1/10)^10 = 0.35 miss it
+    assert paired_bootstrap(worse, even, resamples=200, seed=3) == paired_bootstrap(worse, even, resamples=200, seed=3)
+    with pytest.raises(ValueError, match="same non-empty records"):
+        paired_bootstrap(even, even[:3])
+
+
+def test_cli_baseline_bootstrap_pairs_records_by_gold_id(tmp_path, capsys):
+    gold, pred, base = tmp_path / "g.jsonl", tmp_path / "p.jsonl", tmp_path / "b.jsonl"
+    write_records(gold, GOLD)
+    write_records(pred, GOLD[::-1])  # order must not matter: records pair by id
+    write_records(base, [GOLD[0]])  # r2 absent: all its entities and its relation are misses
+    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--baseline", str(base), "--json",
+                           "--resamples", "100"]) == 0
+    difference = json.loads(capsys.readouterr().out)["baseline"]["difference"]
+    assert difference["ner"]["f1_a"] == pytest.approx(2 / 3) and difference["ner"]["f1_b"] == 1.0
+    assert difference["re"]["difference"] == pytest.approx(1 / 3) and difference["re"]["resamples"] == 100
+    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--baseline", str(base)]) == 0
+    assert "NER F1 minus baseline: +33.33 (100.00 against 66.67), 95% interval" in capsys.readouterr().out

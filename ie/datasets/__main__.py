@@ -1,6 +1,6 @@
 """Export or count a configured dataset.
 
-    python -m ie.datasets export conll04 --split test --out runs/conll04_test.jsonl
+    python -m ie.datasets export conll04 --split test [--limit 50] --out runs/conll04_test.jsonl
     python -m ie.datasets stats conll04 [--split test]
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="write one split as record JSONL")
     export.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
     export.add_argument("--split", required=True)
+    export.add_argument("--limit", type=int, help="only the first N records (the records `--limit N` runs on)")
     export.add_argument("--out", required=True, help="output .jsonl file")
     stats = commands.add_parser("stats", help="print counts per split and per type")
     stats.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(resolve_config_path(args.name))
         if args.command == "export":
-            n = write_records(args.out, load_split(config, args.split))
+            n = write_records(args.out, load_split(config, args.split)[: args.limit])
             print(f"wrote {n} records of {config.name} {args.split} to {args.out}")
             return 0
         for split in [args.split] if args.split else list(config.splits):

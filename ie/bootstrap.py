@@ -1,0 +1,79 @@
+"""Paired bootstrap over records: is system B's micro F1 really above system A's on this gold, or is the
+difference within what another sample of the same size could give?
+
+Both systems are scored on the same resampled records each round (Koehn 2004; Berg-Kirkpatrick et al. 2012),
+so a record that is hard for both moves both scores together. On 50 CoNLL04 sentences a difference of 8 NER
+points still has an interval about 16 points wide: one sample of that size settles little.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ie.schema import Record
+from ie.scoring import Counts, ReMode, keyed_pairs, pair_records
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """F1 of A and B on all records, B − A, its percentile interval, and the share of resamples where B does
+    not beat A (a one-sided p-value for "B > A")."""
+
+    f1_a: float
+    f1_b: float
+    difference: float
+    low: float
+    high: float
+    p_not_better: float
+    resamples: int
+    confidence: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"f1_a": self.f1_a, "f1_b": self.f1_b, "difference": self.difference, "low": self.low,
+                "high": self.high, "p_not_better": self.p_not_better, "resamples": self.resamples,
+                "confidence": self.confidence}
+
+
+def record_counts(pairs: list[tuple[set, set]]) -> list[Counts]:
+    """Micro counts per record from (gold keys, predicted keys)."""
+    return [Counts(len(g & p), len(p - g), len(g - p)) for g, p in pairs]
+
+
+def _f1(counts: list[Counts], sample: list[int]) -> float:
+    total = Counts(sum(counts[i].tp for i in sample), sum(counts[i].fp for i in sample),
+                   sum(counts[i].fn for i in sample))
+    return total.f1
+
+
+def paired_bootstrap(a: list[Counts], b: list[Counts], resamples: int = 2000, seed: int = 0,
+                     confidence: float = 0.95) -> PairedDifference:
+    """`a[i]` and `b[i]` are the two systems' counts on record i (same records, same order)."""
+    if len(a) != len(b) or not a:
+        raise ValueError(f"paired bootstrap needs the same non-empty records for both systems, got {len(a)} "
+                         f"and {len(b)}")
+    if resamples < 1 or not 0 < confidence < 1:
+        raise ValueError(f"resamples must be >= 1 and confidence in (0, 1), got {resamples} and {confidence}")
+    everything = list(range(len(a)))
+    rng = random.Random(seed)
+    diffs = []
+    for _ in range(resamples):
+        sample = rng.choices(everything, k=len(everything))
+        diffs.append(_f1(b, sample) - _f1(a, sample))
+    diffs.sort()
+    tail = (1 - confidence) / 2
+    f1_a, f1_b = _f1(a, everything), _f1(b, everything)
+    return PairedDifference(
+        f1_a, f1_b, f1_b - f1_a, diffs[int(tail * resamples)], diffs[min(resamples - 1, int((1 - tail) * resamples))],
+        sum(d <= 0 for d in diffs) / resamples, resamples, confidence)
+
+
+def compare_systems(gold: list[Record], pred_a: list[Record], pred_b: list[Record], re_mode: ReMode = "strict",
+                    symmetric: frozenset[str] = frozenset(), resamples: int = 2000, seed: int = 0
+                    ) -> dict[str, PairedDifference]:
+    """B − A on NER and on RE, paired by gold record (a record a system did not predict counts as empty)."""
+    counts = []
+    for pred in (pred_a, pred_b):
+        pairs, _ = pair_records(gold, pred)
+        counts.append([record_counts(task) for task in keyed_pairs(pairs, re_mode, symmetric)])
+    (ner_a, re_a), (ner_b, re_b) = counts
+    return {"ner": paired_bootstrap(ner_a, ner_b, resamples, seed), "re": paired_bootstrap(re_a, re_b, resamples, seed)}
