@@ -138,7 +138,8 @@ def test_likelihood_summarizer_settles_by_the_span_s_most_probable_type_word():
     assert judged["answer"]["probabilities"]["Org"] == pytest.approx(0.6)
     assert not any(schema_name(r) in ("SummaryAnswer", "DebateAnswer") for r in script.transport.requests)
     prompt = next(r for r in script.transport.requests if r.response_format is None).messages[1]["content"]
-    assert prompt.startswith("Entity types: person, location, organization, date, number, nationality")
+    assert prompt.startswith('Entity types: person (like "Ronald Reagan" or "Dole"); location (like "America" or')
+    assert 'date / number / nationality / event / product / title (like "1983" or "Americans"); none' in prompt
 
 
 def test_likelihood_summarizer_rejects_a_span_only_when_none_beats_every_option():

@@ -84,19 +84,29 @@ def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most
     text = "John Wilkes Booth , who assassinated President Lincoln , was an actor ."
     ctx = RecordContext(Record(id="r", text=text), schema, LLMClient.from_endpoints([endpoint]),
                         TeacherConfig(**FAST), "crossagentie")
-    p = asyncio.run(span_scores(ctx, "Lincoln")).probabilities
-    top = max((t for t in p if t != NOT_ENTITY), key=p.__getitem__)
-    assert p[top] > p[NOT_ENTITY], p  # the premise: the (pinned, greedy) model finds a type for "Lincoln"
-    start = text.index("Lincoln")
-    # Two agents claim "Lincoln", neither with the type the model finds most probable.
-    unclaimed = [t for t in schema.entity_types if t != top][:2]
-    claims = [EntityClaim(Arg(start, start + 7, t, "Lincoln"), f"ner:{t}", 0.9) for t in unclaimed]
-    _, [conflict] = entity_conflicts(claims)
-    verdicts = asyncio.run(judge(ctx, [conflict]))
-    assert verdicts[conflict.id].retype == top and verdicts[conflict.id].confidence == pytest.approx(p[top])
+    # The premise: the (pinned, greedy) model finds a type, not "none", for one of these mentions.
+    mentions = ("Lincoln", "John Wilkes Booth", "President Lincoln")
+
+    async def score_then_judge():
+        for mention in mentions:
+            p = (await span_scores(ctx, mention)).probabilities
+            top = max((t for t in p if t != NOT_ENTITY), key=p.__getitem__)
+            if p[top] > p[NOT_ENTITY]:
+                calls = ctx.usage.calls
+                start = text.index(mention)
+                # Two agents claim the mention, neither with the type the model finds most probable.
+                arg = Arg(start, start + len(mention), top, mention)
+                claims = [EntityClaim(Arg(arg.start, arg.end, t, mention), f"ner:{t}", 0.9)
+                          for t in schema.entity_types if t != top][:2]
+                _, [conflict] = entity_conflicts(claims)
+                return arg, p, conflict, await judge(ctx, [conflict]), calls
+        pytest.fail(f"the model finds no type for any of {mentions}: {p}")
+
+    arg, p, conflict, verdicts, calls = asyncio.run(score_then_judge())
+    assert verdicts[conflict.id].retype == arg.type and verdicts[conflict.id].confidence == pytest.approx(p[arg.type])
     [decision] = decide(conflict, verdicts[conflict.id], "summarizer", {})
-    assert decision.claim.arg == Arg(start, start + 7, top, "Lincoln")
-    assert ctx.usage.calls == 1  # the judge reused the first asking
+    assert decision.claim.arg == arg
+    assert ctx.usage.calls == calls  # the judge reused the asking above
 
 
 def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(tmp_path):
