@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from ie.config import TaskSchema
 from ie.schema import Record
-from ie.scoring import Counts, ReMode, keyed_pairs, pair_records
+from ie.scoring import Counts, ReMode, keyed_pairs, pair_records, symmetric_types
 
 
 @dataclass(frozen=True)
@@ -60,20 +61,21 @@ def paired_bootstrap(a: list[Counts], b: list[Counts], resamples: int = 2000, se
         sample = rng.choices(everything, k=len(everything))
         diffs.append(_f1(b, sample) - _f1(a, sample))
     diffs.sort()
-    tail = (1 - confidence) / 2
+    cut = int((1 - confidence) / 2 * resamples)  # resamples left out on each side: 50 of 2,000 at 95 %
     f1_a, f1_b = _f1(a, everything), _f1(b, everything)
-    return PairedDifference(
-        f1_a, f1_b, f1_b - f1_a, diffs[int(tail * resamples)], diffs[min(resamples - 1, int((1 - tail) * resamples))],
-        sum(d <= 0 for d in diffs) / resamples, resamples, confidence)
+    return PairedDifference(f1_a, f1_b, f1_b - f1_a, diffs[cut], diffs[resamples - 1 - cut],
+                            sum(d <= 0 for d in diffs) / resamples, resamples, confidence)
 
 
-def compare_systems(gold: list[Record], pred_a: list[Record], pred_b: list[Record], re_mode: ReMode = "strict",
-                    symmetric: frozenset[str] = frozenset(), resamples: int = 2000, seed: int = 0
+def compare_systems(gold: list[Record], pred_a: list[Record], pred_b: list[Record], schema: TaskSchema | None = None,
+                    re_mode: ReMode = "strict", symmetric: bool = False, resamples: int = 2000, seed: int = 0
                     ) -> dict[str, PairedDifference]:
-    """B − A on NER and on RE, paired by gold record (a record a system did not predict counts as empty)."""
+    """B − A on NER and on RE, matched as `evaluate` matches, paired by gold record (a record a system did not
+    predict counts as empty)."""
+    sym = symmetric_types(schema) if symmetric else frozenset()
     counts = []
     for pred in (pred_a, pred_b):
         pairs, _ = pair_records(gold, pred)
-        counts.append([record_counts(task) for task in keyed_pairs(pairs, re_mode, symmetric)])
+        counts.append([record_counts(task) for task in keyed_pairs(pairs, re_mode, sym)])
     (ner_a, re_a), (ner_b, re_b) = counts
     return {"ner": paired_bootstrap(ner_a, ner_b, resamples, seed), "re": paired_bootstrap(re_a, re_b, resamples, seed)}

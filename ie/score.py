@@ -18,7 +18,7 @@ from typing import Any
 from ie.bootstrap import compare_systems
 from ie.config import ConfigError, DatasetConfig, load_config, resolve_config_path
 from ie.schema import read_records
-from ie.scoring import RE_MODES, evaluate, symmetric_types
+from ie.scoring import RE_MODES, evaluate
 
 SCORE_OPTIONS = {"re_mode": str, "symmetric": bool, "semeval": bool}
 
@@ -80,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         result = evaluate(gold, pred, schema=schema, re_mode=re_mode, symmetric=symmetric,
                           semeval=options.get("semeval", False))
         if args.baseline:
-            difference = compare_systems(gold, read_records(args.baseline), pred, re_mode,
-                                         symmetric_types(schema) if symmetric else frozenset(),
+            difference = compare_systems(gold, read_records(args.baseline), pred, schema, re_mode, symmetric,
                                          args.resamples, args.seed)
             result["baseline"] = {"path": args.baseline,
                                   "difference": {task: d.as_dict() for task, d in difference.items()}}
