@@ -92,6 +92,11 @@ class VerifyAnswer(BaseModel):
     verdicts: _items(Verdict)
 
 
+class ExtentAnswer(BaseModel):
+    """A type agent's name inside a long mention (the name extent check)."""
+    name: Mention
+
+
 @cache
 def typed_answers(entity_types: tuple[str, ...], relation_types: tuple[str, ...]) -> dict[str, type[BaseModel]]:
     """Single-prompt baselines' answers, with types constrained to the schema's names."""

@@ -39,6 +39,8 @@ class TeacherConfig:
     summarizer: str = _opt("generate", "how open entity conflicts are decided: generate (a written verdict from "
                            "the agents' reasons) or likelihood (the most probable type word of each option's span; "
                            "needs an endpoint that returns top_logprobs)")
+    extent_check_words: int = _opt(0, "crossagentie: put each settled mention of at least this many words back "
+                                   "to a type agent for the name inside it (0 = off)")
     cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
     seed: int = _opt(0, "base seed for sampling and speaking order")
     extract_temperature: float = _opt(0.0, "temperature of extraction agents")
@@ -68,7 +70,7 @@ class TeacherConfig:
         for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
-        for name in ("max_rounds", "cross_task_rounds", "parse_retries"):
+        for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
         if self.limit is not None and self.limit < 1:

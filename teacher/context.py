@@ -25,11 +25,13 @@ T = TypeVar("T", bound=BaseModel)
 
 @dataclass
 class Transcript:
-    """The record's `debate` extra: every call, every conflict and how it was settled, Δ per cross-task round."""
+    """The record's `debate` extra: every call, every conflict and how it was settled, each long mention's name
+    extent check, Δ per cross-task round."""
     method: str
     calls: list[dict[str, Any]] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     alignment: list[dict[str, Any]] = field(default_factory=list)
+    extents: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ _UNIT = re.compile(r"\w+|[^\w\s]")
 
 _LOWER_WORD = re.compile(r"[a-z][a-z'-]*")  # a lowercase word: context around a name, not part of it
 _ARTICLE = re.compile(r"^(?:the|The|a|an|A|An)\s+(?=\S)")
+_POSSESSIVE = re.compile(r"(?<=\w)\s*['’]s$")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ def ground(text: str, raw: str, rules: MentionRules, type_names: Iterable[str] =
     mention = clean_mention(raw, type_names)
     if rules.require_capital_or_digit:
         mention = name_core(mention)
+    # A trailing possessive is a clitic, not the name ("Ms. Carpenter 's office"): 2 of 3,377 CoNLL04 train
+    # entities end in "'s".
+    mention = _POSSESSIVE.sub("", mention)
     if not plausible(mention, rules):
         return []
     spans = ground_mention(text, mention) or ground_loose(text, mention)

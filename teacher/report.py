@@ -35,6 +35,8 @@ def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
         "alignment": {"re_only_before": sum(len(a["before"]["re_only"]) for a in rounds),
                       "re_only_after": sum(len(a["after"]["re_only"]) for a in rounds),
                       "actions": dict(Counter(x["action"] for a in rounds for x in a["actions"]))},
+        "extents": {"checked": sum(len(d.get("extents", [])) for d in debates),
+                    "trimmed": sum(bool(e["trimmed_to"]) for d in debates for e in d.get("extents", []))},
         "notes": dict(Counter(note for d in debates for note in d.get("notes", []) if "skipped" not in note)),
         "mean_record_confidence": round(mean((r.model_extra or {}).get("confidence", 0.0) for r in predictions), 4)
         if predictions else 0.0,
@@ -66,6 +68,7 @@ def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
               "|" + "---|" * len(metrics["errors"]), "| " + " | ".join(map(str, metrics["errors"].values())) + " |", ""]
     c = t["conflicts"]
     lines += ["## Debate", "", f"Conflicts found: {c['found']} {c['by_kind']}. Settled by: {c['settled_by']}.",
+              f"Name extent checks: {t['extents']['checked']}, {t['extents']['trimmed']} mentions trimmed.",
               (f"Alignment: Δ (B \\ A) {t['alignment']['re_only_before']} before, {t['alignment']['re_only_after']} "
               f"after; actions {t['alignment']['actions']}."), ""]
     per = t["per_record"]

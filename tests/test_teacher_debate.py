@@ -176,6 +176,38 @@ FEEDBACK = {("MentionList", "Peop"): items("Ronald Reagan"), ("MentionList", "Lo
             ("PairList", "Live_In"): {"items": [{"head": "Reagan", "tail": "Illinois", "confidence": 0.8}]}}
 
 
+COATS = "Navy Capt. Michael Coats of Boise said Navy Capt. Michael Coats flew ."
+
+
+def test_extent_check_cuts_a_long_mention_to_the_name_inside_it_everywhere():
+    script = Script({("MentionList", "Peop"): items("Navy Capt. Michael Coats"), ("MentionList", "Loc"): items("Boise"),
+                     "ExtentAnswer": {"name": "Michael Coats"}})
+    out = label(script, COATS, extent_check_words=3)
+    assert entities(out) == [("Michael Coats", "Peop"), ("Boise", "Loc"), ("Michael Coats", "Peop")]
+    assert out.model_extra["debate"]["extents"] == [
+        {"mention": "Navy Capt. Michael Coats", "type": "Peop", "name": "Michael Coats", "trimmed_to": "Michael Coats"}]
+    [asked] = [r for r in script.transport.requests if schema_name(r) == "ExtentAnswer"]  # one per distinct mention
+    assert 'In this text, "Navy Capt. Michael Coats" was labelled person.' in asked.messages[1]["content"]
+    assert script.roles(out).count(("extent", "ner:Peop")) == 1
+
+
+@pytest.mark.parametrize("answer", ["Boise", "Michael Coats of Boise", "Navy Capt. Michael Coats", "Zed"])
+def test_extent_check_keeps_the_mention_when_the_name_is_not_a_shorter_span_inside_it(answer):
+    script = Script({("MentionList", "Peop"): items("Navy Capt. Michael Coats"), "ExtentAnswer": {"name": answer}})
+    out = label(script, COATS, extent_check_words=3)
+    assert entities(out) == [("Navy Capt. Michael Coats", "Peop")] * 2
+    assert out.model_extra["debate"]["extents"][0]["trimmed_to"] is None
+
+
+def test_extent_check_is_off_at_zero_and_skips_short_mentions():
+    script = Script({("MentionList", "Peop"): items("Navy Capt. Michael Coats"), ("MentionList", "Loc"): items("Boise"),
+                     "ExtentAnswer": {"name": "Michael Coats"}})
+    assert entities(label(script, COATS))[0] == ("Navy Capt. Michael Coats", "Peop")
+    out = label(script, COATS, extent_check_words=5)
+    assert out.model_extra["debate"]["extents"] == []
+    assert not any(schema_name(r) == "ExtentAnswer" for r in script.transport.requests)
+
+
 def test_relation_feedback_adds_an_entity_ner_missed():
     script = Script({**FEEDBACK, ("VerifyAnswer", "Loc"): {"verdicts": [{"item": 1, "accept": True,
                                                                            "confidence": 0.9}]}})

@@ -25,6 +25,10 @@ def test_mentions_are_cleaned_filtered_and_grounded_loosely():
     assert [s.text for s in ground(text, "Kevin O'Brien", RULES)] == ["Kevin O 'Brien"]
     assert [s.text for s in ground(text, "10,000 acres", RULES)] == ["10 , 000 acres"]
     assert [s.text for s in ground(text, "the Palace of Fine Arts", RULES)] == ["Palace of Fine Arts"]
+    said = "Khrushchev 's aide and Ms. Carpenter 's office called Reagan’s staff ."
+    assert [[s.text for s in ground(said, m, RULES)] for m in (
+        "Khrushchev 's", "Khrushchev's", "Ms. Carpenter 's office", "Reagan’s")] == [
+        ["Khrushchev"], ["Khrushchev"], ["Ms. Carpenter"], ["Reagan"]]
     tokenised = MentionRules(tokens=((0, 5), (6, 7), (8, 14)))
     assert [s.text for s in ground("Dixon , Boise.", "Boise", tokenised)] == ["Boise."]
     assert ground(text, "he", RULES) == [] and ground(text, "acres", RULES) == []  # pronoun; no capital/digit

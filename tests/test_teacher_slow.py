@@ -109,6 +109,29 @@ def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most
     assert ctx.usage.calls == calls  # the judge reused the asking above
 
 
+def test_extent_check_asks_the_real_server_and_keeps_the_span_inside_the_mention(endpoint):
+    import asyncio
+
+    from teacher.claims import Arg, Decision, EntityClaim
+    from teacher.context import RecordContext
+    from teacher.name_extent import trim_names
+
+    schema = load_config(resolve_config_path("conll04")).task_schema
+    text = "Navy Capt. Michael Coats , a shuttle astronaut , said the launch went well ."
+    ctx = RecordContext(Record(id="r", text=text), schema, LLMClient.from_endpoints([endpoint]),
+                        TeacherConfig(**{**FAST, "extent_check_words": 3}), "crossagentie")
+    long, short = Arg(0, 24, "Peop", "Navy Capt. Michael Coats"), Arg(0, 4, "Org", "Navy")
+    decisions = [Decision(EntityClaim(a, f"ner:{a.type}", 0.9), (0.9,)) for a in (long, short)]
+    [person, org] = asyncio.run(trim_names(ctx, decisions))
+    [call] = ctx.transcript.calls  # "Navy" is one word: not checked
+    assert call["role"] == "extent" and call["prompt_tokens"] > 0 and "error" not in call
+    [check] = ctx.transcript.extents
+    assert check["mention"] == long.text and check["name"] == call["answer"]["name"]
+    got = person.claim.arg
+    assert long.start <= got.start and got.end <= long.end and text[got.start:got.end] == got.text
+    assert check["trimmed_to"] == (got.text if got != long else None) and org.claim.arg == short
+
+
 def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(tmp_path):
     # The likelihood Summarizer and no debate round; smollm2's type agents disagree on "Smithsonian" here. Its
     # own server with one slot: in two, concurrent agents share batches, whose arithmetic (and so a 135M
