@@ -110,6 +110,19 @@ def test_user_gguf_path(tmp_path):
         model_path(tmp_path / "missing.gguf")
 
 
+def test_a_lora_server_is_named_by_its_adapters_content(tmp_path):
+    # The call cache keys on the endpoint's model name: a retrained adapter must not replay the old answers.
+    base = tmp_path / "base.gguf"
+    base.write_bytes(b"GGUF" + b"\0" * 16)
+    adapter = tmp_path / "adapter.gguf"
+    names = []
+    for content in (b"old", b"new", b"old"):
+        adapter.write_bytes(b"GGUF" + content)
+        names.append(LocalServer(str(base), lora=[adapter]).model_name)
+    assert names[0] == names[2] != names[1] and names[0].startswith("base+adapter@")
+    assert LocalServer(str(base)).model_name == "base"
+
+
 def test_installed_smollm2_verifies_in_place():
     path = model_path("smollm2-135m")
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and "site-packages" in str(path)
@@ -180,7 +193,7 @@ async def test_server_async_context_and_lora_adapter(tmp_path):
     outputs = []
     for lora in ([], [write_lora(tmp_path / "zero.gguf", 0.0)], [write_lora(tmp_path / "noise.gguf", 1.0)]):
         async with LocalServer("smollm2-135m", n_ctx=256, threads=2, lora=lora) as srv:
-            outputs.append(await asyncio.to_thread(first_words, srv))
+            outputs.append(await asyncio.to_thread(first_words, srv))  # the server takes its composite model name
         assert not _port_open(srv.url)
     assert outputs[0] == outputs[1] != outputs[2]  # a zero adapter changes nothing, a random one does
 

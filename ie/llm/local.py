@@ -219,6 +219,9 @@ class LocalServer:
                              "must be positive")
         self.model = resolve_model(model or load_catalogue().default)
         self.lora = [_check_gguf(Path(p).expanduser()) for p in lora]
+        # The adapters are part of the model a request reaches, and the call cache keys on this name: an adapter
+        # retrained in place must not replay the old one's answers.
+        self._adapters = [f"{p.stem}@{_stream([p], None)[1][:12]}" for p in self.lora]
         self.n_parallel = n_parallel
         self.n_ctx = n_ctx or self.model.n_ctx
         self.threads = threads or os.cpu_count() or 1
@@ -229,7 +232,8 @@ class LocalServer:
 
     @property
     def model_name(self) -> str:
-        return self.model.name
+        """The model's name, with each LoRA adapter's file stem and content digest: "base+adapter@1a2b3c4d5e6f"."""
+        return "+".join([self.model.name, *self._adapters])
 
     def endpoint(self) -> Endpoint:
         """This server as a client endpoint."""
