@@ -45,8 +45,10 @@ async def trim_names(ctx: RecordContext, entities: Sequence[Decision]) -> list[D
     """The entities with each long mention cut to the name its type agent finds inside it (every occurrence);
     each check, trimmed or not, goes to the transcript's `extents`."""
     words = ctx.cfg.extent_check_words
+    if not words:
+        return list(entities)
     args = [d.claim.arg for d in entities if isinstance(d.claim, EntityClaim)]
-    long = sorted({(a.text, a.type) for a in args if words and len(a.text.split()) >= words})
+    long = sorted({(a.text, a.type) for a in args if len(a.text.split()) >= words})
     names = dict(zip(long, await asyncio.gather(*(name_in(ctx, text, etype) for text, etype in long))))
     trimmed: dict[tuple[str, str], str] = {}
     kept: dict[Arg, Decision] = {}
