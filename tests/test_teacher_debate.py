@@ -12,6 +12,7 @@ from ie.llm.types import ChatResponse, Choice
 from ie.schema import Record
 from teacher.config import TeacherConfig
 from teacher.methods import METHODS
+from teacher.report import run_summary
 from teacher.runner import label_records
 from teacher.self_consistency import LOGPROB_FALLBACK
 
@@ -189,6 +190,7 @@ def test_extent_check_cuts_a_long_mention_to_the_name_inside_it_everywhere():
     [asked] = [r for r in script.transport.requests if schema_name(r) == "ExtentAnswer"]  # one per distinct mention
     assert 'In this text, "Navy Capt. Michael Coats" was labelled person.' in asked.messages[1]["content"]
     assert script.roles(out).count(("extent", "ner:Peop")) == 1
+    assert run_summary([out])["extents"] == {"checked": 1, "trimmed": 1}  # what report.md prints
 
 
 @pytest.mark.parametrize("answer", ["Boise", "Michael Coats of Boise", "Navy Capt. Michael Coats", "Zed"])
