@@ -59,10 +59,26 @@ def test_retryable_errors_move_to_the_next_endpoint():
     assert len(up.requests) == 3 and len(down.requests) >= 1
 
 
-def test_non_retryable_error_fails_fast():
+def test_non_retryable_error_fails_fast_and_raises():
     t = ScriptedTransport(lambda r: TransportError("HTTP 400: bad", retryable=False, status=400))
-    [c] = run(LLMClient([t], backoff_s=0.0).structured([{"role": "user", "content": "q"}], Answer))
-    assert not c.ok and c.error.startswith("transport: HTTP 400") and len(t.requests) == 1
+    with pytest.raises(TransportError, match="HTTP 400: bad") as info:
+        run(LLMClient([t], backoff_s=0.0).structured([{"role": "user", "content": "q"}], Answer))
+    assert len(t.requests) == 1 and info.value.reason == "HTTP 400"
+
+
+def test_no_backoff_sleep_after_the_last_try():
+    import time
+
+    t = ScriptedTransport(lambda r: TransportError("HTTP 503", retryable=True, status=503))
+    started = time.perf_counter()
+    with pytest.raises(TransportError, match=r"HTTP 503 \(after 2 tries\)"):
+        run(LLMClient([t], max_retries=1, backoff_s=0.2).structured([{"role": "user", "content": "q"}], Answer))
+    # one sleep of 0.1-0.3 s between the two tries; none after the second
+    assert len(t.requests) == 2 and time.perf_counter() - started < 0.5
+    started = time.perf_counter()
+    with pytest.raises(TransportError):
+        run(LLMClient([t], max_retries=0, backoff_s=5.0).structured([{"role": "user", "content": "q"}], Answer))
+    assert time.perf_counter() - started < 1.0
 
 
 def test_samples_use_distinct_seeds():
@@ -230,3 +246,102 @@ def test_choice_without_token_alternatives_or_option_words_is_an_error_not_a_gue
         [{"role": "user", "content": "?"}], {"Loc": ["location"]}))
     assert not off.ok and "no option word" in off.error
     assert option_scores({"Paris": -0.1}, {"Loc": ["location"]}) is None
+
+
+def test_choice_without_token_alternatives_is_not_cached(tmp_path):
+    t = ScriptedTransport(lambda r: "Loc")
+    for _ in range(2):
+        c = run(LLMClient([t], cache=CallCache(tmp_path / "c.sqlite")).choose([{"role": "user", "content": "?"}],
+                                                                             {"Loc": ["location"]}))
+        assert not c.ok
+    assert len(t.requests) == 2
+
+
+# --- against a fault-injecting HTTP server on 127.0.0.1, through the real SDK ---
+
+from fault_server import FaultServer, Reply, always, closed_port
+
+from ie.llm.client import Endpoint, Timeouts
+
+ASK = [{"role": "user", "content": "where is Paris"}]
+VALID = Reply('{"label": "Loc", "confidence": 0.8}')
+
+
+def sdk_client(url, **kwargs):
+    timeouts = kwargs.pop("timeouts", Timeouts())
+    return LLMClient.from_endpoints([Endpoint(url=url, model="m", api_key_env=kwargs.pop("key_env", None),
+                                              timeouts=timeouts)], backoff_s=0.0, **kwargs)
+
+
+def ask(client, **kwargs):
+    async def go():
+        try:
+            return await client.structured(ASK, Answer, **kwargs)
+        finally:
+            await client.aclose()
+
+    return run(go())
+
+
+def test_refused_connection_is_retried_then_raised_with_its_reason():
+    with pytest.raises(TransportError, match=r"after 3 tries") as info:
+        ask(sdk_client(f"http://127.0.0.1:{closed_port()}/v1", max_retries=2))
+    assert info.value.reason == "connection error" and info.value.retryable
+
+
+@pytest.mark.parametrize(("reply", "reason", "tries"), [
+    (Reply(status=503, message="overloaded"), "HTTP 5xx", 3),
+    (Reply(status=401, message="bad key"), "HTTP 401", 1),
+    (Reply(status=400, message="request (3153 tokens) exceeds the available context size (2048 tokens)"),
+     "context overflow", 1),
+])
+def test_http_errors_raise_with_their_reason_and_only_5xx_is_re_sent(reply, reason, tries):
+    with FaultServer(always(reply)) as server:
+        with pytest.raises(TransportError) as info:
+            ask(sdk_client(server.url, max_retries=2))
+    assert info.value.reason == reason and len(server.requests) == tries
+
+
+def test_error_text_echoing_the_key_is_redacted(monkeypatch):
+    monkeypatch.setenv("FAULT_KEY", "sk-live-0123456789")
+    with FaultServer(always(Reply(status=401, message="invalid key {key} for this model"))) as server:
+        with pytest.raises(TransportError) as info:
+            ask(sdk_client(server.url, key_env="FAULT_KEY"))
+    assert "sk-live-0123456789" not in str(info.value) and "invalid key [redacted]" in str(info.value)
+
+
+def test_read_timeout_follows_max_tokens_and_is_not_re_sent():
+    import time
+
+    assert Timeouts(first_token_s=10, min_tokens_per_s=4).read_s(200) == 60
+    with pytest.raises(ValueError, match="timeouts.min_tokens_per_s"):
+        Timeouts(min_tokens_per_s=0)
+    fast = Timeouts(connect_s=1, first_token_s=0.3, min_tokens_per_s=100)  # 0.3 s + 20 tokens / 100 tok/s
+    with FaultServer(always(Reply(hang_s=30))) as server:
+        started = time.perf_counter()
+        with pytest.raises(TransportError, match="no answer within 0.5 s") as info:
+            ask(sdk_client(server.url, timeouts=fast, max_retries=3), params=SamplingParams(max_tokens=20))
+        waited = time.perf_counter() - started
+    assert info.value.reason == "read timeout" and len(server.requests) == 1 and waited < 3
+
+
+def test_invalid_answers_are_not_cached_so_a_fixed_server_is_asked_again(tmp_path):
+    cache = tmp_path / "c.sqlite"
+    with FaultServer(always(Reply("I think Paris is a city"))) as server:
+        [bad] = ask(sdk_client(server.url, cache_path=cache, max_parse_retries=1))
+        assert not bad.ok and len(server.requests) == 2
+        server.script = always(VALID)  # the server is fixed
+        [good] = ask(sdk_client(server.url, cache_path=cache, max_parse_retries=1))
+        assert good.ok and not good.cached and len(server.requests) == 3
+        [again] = ask(sdk_client(server.url, cache_path=cache))
+        assert again.ok and again.cached and len(server.requests) == 3
+
+
+def test_an_invalid_answer_left_in_an_old_cache_is_not_replayed(tmp_path):
+    t = ScriptedTransport(lambda r: '{"label": "Peop", "confidence": 0.7}')
+    run(LLMClient([t], cache=CallCache(tmp_path / "c.sqlite")).structured(ASK, Answer))
+    db = sqlite3.connect(tmp_path / "c.sqlite")
+    db.execute("UPDATE calls SET response = replace(response, 'label', 'lbl')")  # now fails validation
+    db.commit()
+    [c] = run(LLMClient([t], cache=CallCache(tmp_path / "c.sqlite")).structured(ASK, Answer))
+    assert c.ok and not c.cached and len(t.requests) == 2

@@ -1,7 +1,8 @@
 """Persistent call cache (sqlite, WAL): a re-run or a resumed run repeats no LLM call.
 
 Key = sha256 of the endpoint's model + messages + response format + sampling parameters + sample index.
-Only the request body is hashed and only the answer is stored: API keys never reach this file.
+Only the request body is hashed and only the answer is stored: API keys never reach this file. The client
+stores only answers that validated, so an invalid one is asked again by the next run, never replayed.
 """
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
 `structured()` asks for JSON matching a pydantic model (`response_format` json_schema), validates the answer,
 keeps the complete items of one cut off at `max_tokens` (`ie.llm.truncated`), otherwise re-asks with the
-validation error a bounded number of times, and returns a `Completion` either way. Transport
-failures (429, 5xx, timeouts) are retried with backoff, moving to the next endpoint when several are given.
-Every call goes through the sqlite call cache when one is configured.
+validation error a bounded number of times, and returns a `Completion` either way. A call that got no answer
+raises `TransportError`: refused connections, 429 and 5xx are first retried with backoff, moving to the next
+endpoint when several are given; a 4xx, a context overflow or a read timeout is not re-sent. Every call goes
+through the sqlite call cache when one is configured; only answers that validated are kept there.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import json
 import os
 import random
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,12 +39,56 @@ INVALID_ANSWER_FEEDBACK = (
 STRUCTURED_OUTPUTS = ("json_schema", "llguidance")
 
 
+def _opt(default: float, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long one call may wait: `connect_s` to reach the server, then `read_s(max_tokens)` for the answer.
+
+    Requests are not streamed: every OpenAI-compatible server reports usage, cached prefix tokens and logprobs
+    in one final body alike. So the read timeout is what the request asks for: a fixed allowance for the queue
+    and the prompt, plus `max_tokens` at a generation speed floor; a slow but healthy server stays within it,
+    and a hung one is given up after that bound, not re-sent (it would cost the same bound again).
+    """
+    connect_s: float = _opt(5.0, "seconds to open a connection to the endpoint")
+    first_token_s: float = _opt(60.0, "seconds allowed for queueing and reading the prompt, before any token")
+    min_tokens_per_s: float = _opt(2.0, "slowest generation speed waited for: the read timeout of a call is "
+                                   "the first-token allowance + max_tokens / this")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if not getattr(self, f.name) > 0:
+                raise ValueError(f"timeouts.{f.name}: must be above 0, got {getattr(self, f.name)}")
+
+    def read_s(self, max_tokens: int) -> float:
+        return self.first_token_s + max_tokens / self.min_tokens_per_s
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        return next(f.metadata["help"] for f in fields(cls) if f.name == name)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """`text` with every secret's value replaced: a server may echo the request's key in its error text."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+def api_key(api_key_env: str | None) -> str:
+    """The key held by the variable NAMED `api_key_env` ("" when none)."""
+    return os.environ.get(api_key_env, "") if api_key_env else ""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     url: str
     model: str
     api_key_env: str | None = None  # the NAME of an env var; the key itself is never stored or logged
-    timeout_s: float = 120.0
+    timeouts: Timeouts = Timeouts()
     extra_body: dict[str, Any] = field(default_factory=dict)
     # "json_schema": `response_format` (OpenAI, vLLM, any server). "llguidance": llama.cpp's `grammar` field
     # with an llguidance JSON grammar that fixes the separators, i.e. compact JSON (see `llguidance_grammar`).
@@ -63,10 +108,8 @@ class OpenAITransport:
 
         self.endpoint = endpoint
         self.name = f"{endpoint.url}#{endpoint.model}"
-        api_key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
-        self._sdk = AsyncOpenAI(
-            base_url=endpoint.url, api_key=api_key or "no-key", max_retries=0, timeout=endpoint.timeout_s
-        )
+        self._key = api_key(endpoint.api_key_env)
+        self._sdk = AsyncOpenAI(base_url=endpoint.url, api_key=self._key or "no-key", max_retries=0)
 
     async def __call__(self, request: ChatRequest) -> ChatResponse:
         import openai
@@ -76,14 +119,35 @@ class OpenAITransport:
         extra = dict(self.endpoint.extra_body)
         if "grammar" in body:  # not an OpenAI parameter: the SDK passes it through extra_body
             extra["grammar"] = body.pop("grammar")
+        t = self.endpoint.timeouts
+        read_s = t.read_s(request.params.max_tokens)
         try:
-            resp = await self._sdk.chat.completions.create(**body, extra_body=extra or None)
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}") from None
-        except openai.APIStatusError as exc:
-            retryable = exc.status_code == 429 or exc.status_code >= 500
-            raise TransportError(f"HTTP {exc.status_code}: {exc.message}", retryable, exc.status_code) from None
+            resp = await self._sdk.chat.completions.create(
+                **body, extra_body=extra or None, timeout=openai.Timeout(read_s, connect=t.connect_s))
+        except openai.APIError as exc:
+            raise self._error(exc, read_s) from None
         return _from_sdk(resp)
+
+    def _error(self, exc: Exception, read_s: float) -> TransportError:
+        """The SDK's exception as a TransportError whose text holds no key."""
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            if type(exc.__cause__).__name__ == "ConnectTimeout":  # httpx and httpx2 alike
+                return TransportError(f"no connection within {self.endpoint.timeouts.connect_s:g} s",
+                                      reason="connect timeout")
+            return TransportError(f"no answer within {read_s:g} s (the read timeout for this max_tokens)",
+                                  retryable=False, reason="read timeout")
+        if isinstance(exc, openai.APIConnectionError):
+            return TransportError(f"{type(exc).__name__}: {redact(str(exc), self._key)}", reason="connection error")
+        message = redact(getattr(exc, "message", "") or str(exc), self._key)
+        status = getattr(exc, "status_code", None)
+        if status is None:
+            return TransportError(f"{type(exc).__name__}: {message}", retryable=False, reason="bad response")
+        if status == 400 and "context" in message.lower():
+            return TransportError(f"HTTP 400: {message}", False, status, reason="context overflow")
+        return TransportError(f"HTTP {status}: {message}", status == 429 or status >= 500, status,
+                              reason="HTTP 5xx" if status >= 500 else f"HTTP {status}")
 
     async def aclose(self) -> None:
         await self._sdk.close()
@@ -173,6 +237,20 @@ def _salvaged(raw: str, schema: type[T]) -> T | None:
         return None
 
 
+def _parsed(choice: Choice, schema: type[T]) -> tuple[T | None, bool, str]:
+    """(the answer, whether it was cut off, the validation error): a cut-off answer's complete items count."""
+    try:
+        return schema.model_validate_json(choice.text), False, ""
+    except ValidationError as exc:
+        value = _salvaged(choice.text, schema) if choice.finish_reason == "length" else None
+        return value, value is not None, "" if value is not None else _validation_summary(exc)
+
+
+def _scores(resp: ChatResponse, options: dict[str, Sequence[str]]) -> ChoiceScores | None:
+    tops = resp.choices[0].top_logprobs
+    return option_scores(tops[0], options) if tops else None
+
+
 def _mean(values: list[float] | None) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -236,16 +314,11 @@ class LLMClient:
         params = replace(params, max_tokens=1, top_logprobs=TOP_LOGPROBS, logprobs=True)
         request = ChatRequest(model=self.model, messages=list(messages), response_format=None, params=params)
         started = time.perf_counter()
-        try:
-            resp, cached, latency = await self._call(request, 0, use_cache)
-        except TransportError as exc:
-            self.failures += 1
-            return Completion(None, "", f"transport: {exc}", Usage(), 1, False, time.perf_counter() - started,
-                              model=self.model)
+        resp, cached, latency = await self._call(request, 0, use_cache, lambda r: _scores(r, options) is not None)
         usage = Usage(1, int(cached), resp.prompt_tokens, resp.completion_tokens, resp.prefix_cached_tokens)
         self.usage.add(usage)
         choice = resp.choices[0]
-        scores = option_scores(choice.top_logprobs[0], options) if choice.top_logprobs else None
+        scores = _scores(resp, options)
         error = None
         if scores is None:
             self.failures += 1
@@ -266,26 +339,16 @@ class LLMClient:
         for attempt in range(1, self.max_parse_retries + 2):
             request = ChatRequest(model=self.model, messages=convo, response_format=fmt, params=params,
                                   grammar=grammar)
-            try:
-                resp, cached, latency = await self._call(request, index, use_cache)
-            except TransportError as exc:
-                self.failures += 1
-                return Completion(None, raw, f"transport: {exc}", usage, attempt, False,
-                                  time.perf_counter() - started, model=self.model)
+            resp, cached, latency = await self._call(request, index, use_cache,
+                                                     lambda r: _parsed(r.choices[0], schema)[0] is not None)
             all_cached &= cached
             step = Usage(1, int(cached), resp.prompt_tokens, resp.completion_tokens, resp.prefix_cached_tokens)
             usage.add(step)
             self.usage.add(step)
             choice = resp.choices[0]
             raw = choice.text
-            try:
-                value = schema.model_validate_json(raw)
-            except ValidationError as exc:
-                value = _salvaged(raw, schema) if choice.finish_reason == "length" else None
-                if value is not None:
-                    return Completion(value, raw, None, usage, attempt, all_cached, time.perf_counter() - started,
-                                      _mean(choice.token_logprobs), model=self.model, truncated=True)
-                error = _validation_summary(exc)
+            value, truncated, error = _parsed(choice, schema)
+            if value is None:
                 convo = list(messages) + [
                     {"role": "assistant", "content": raw},
                     {"role": "user", "content": INVALID_ANSWER_FEEDBACK.format(error=error)},
@@ -293,26 +356,27 @@ class LLMClient:
                 continue
             elapsed = latency if all_cached else time.perf_counter() - started
             return Completion(value, raw, None, usage, attempt, all_cached, elapsed,
-                              _mean(choice.token_logprobs), model=self.model)
+                              _mean(choice.token_logprobs), model=self.model, truncated=truncated)
         self.failures += 1
         return Completion(None, raw, f"invalid answer after {attempt} attempts: {error}", usage, attempt,
                           all_cached, time.perf_counter() - started, model=self.model)
 
-    async def _call(self, request: ChatRequest, index: int, use_cache: bool) -> tuple[ChatResponse, bool, float]:
-        """One wire call (or cache hit): returns the response, whether it was cached, and its latency."""
-        body = request.body()
-        key = cache_key(body, index)
+    async def _call(self, request: ChatRequest, index: int, use_cache: bool, valid: Callable[[ChatResponse], bool]
+                    ) -> tuple[ChatResponse, bool, float]:
+        """One wire call (or cache hit): the response, whether it was cached, and its latency. Only a response
+        that `valid` accepts is kept in (or taken from) the cache, so a re-run asks again what was wrong."""
+        key = cache_key(request.body(), index)
         if self.cache is not None and use_cache:
             hit = self.cache.get(key)
-            if hit is not None:
-                return _response_from_json(hit), True, hit.get("latency_s", 0.0)
+            if hit is not None and valid(resp := _response_from_json(hit)):
+                return resp, True, hit.get("latency_s", 0.0)
         resp, latency = await self._send(request)
-        if self.cache is not None:
+        if self.cache is not None and valid(resp):
             self.cache.put(key, self.model, {**_response_to_json(resp), "latency_s": latency})
         return resp, False, latency
 
     async def _send(self, request: ChatRequest) -> tuple[ChatResponse, float]:
-        last: TransportError | None = None
+        """The endpoints' answer; retryable failures are re-sent with backoff (none after the last try)."""
         for attempt in range(self.max_retries + 1):
             transport = self.transports[next(self._next)]
             async with self._semaphore:
@@ -321,10 +385,12 @@ class LLMClient:
                     return await transport(request), time.perf_counter() - t0
                 except TransportError as exc:
                     last = exc
-            if not last.retryable:
+            if not last.retryable or attempt == self.max_retries:
                 break
             await asyncio.sleep(self.backoff_s * (2**attempt) * (0.5 + random.random()))
-        raise last  # type: ignore[misc]  # the loop ran at least once
+        if attempt:
+            raise TransportError(f"{last} (after {attempt + 1} tries)", last.retryable, last.status, last.reason)
+        raise last
 
     async def aclose(self) -> None:
         for t in self.transports:

@@ -2,7 +2,8 @@
 
 `LLMClient.structured(messages, schema, params, n)` returns one `Completion` per sample; a completion whose
 answer never validated has `value=None` and `error` set, with the raw text kept. Nothing here raises for a
-bad answer: LLM output is untrusted input and failure is a recorded outcome.
+bad answer: LLM output is untrusted input and failure is a recorded outcome. A call that got no answer at all
+raises `TransportError`: there is nothing to record, and the caller decides what an unfinished task becomes.
 """
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ class ChatResponse:
 
 
 class Transport(Protocol):
-    """One endpoint (or a fake). Raises `TransportError` for retryable failures (429, 5xx, timeouts)."""
+    """One endpoint (or a fake). Raises `TransportError` when no answer came back (refused, 4xx/5xx, timeout)."""
 
     name: str
 
@@ -124,7 +125,11 @@ class Transport(Protocol):
 
 
 class TransportError(RuntimeError):
-    def __init__(self, message: str, retryable: bool = True, status: int | None = None):
+    """No answer came back. `retryable`: worth sending again (refused connection, 429, 5xx); `reason`: the short
+    cause a run's summary counts ("connection error", "HTTP 401", "read timeout", "context overflow", ...)."""
+
+    def __init__(self, message: str, retryable: bool = True, status: int | None = None, reason: str | None = None):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.reason = reason or (f"HTTP {status}" if status else "transport error")
