@@ -6,7 +6,10 @@ Entry points keep their own section (`teacher:`, `distill:`, `bench:`) in the sa
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import types
+import typing
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -103,7 +106,7 @@ class DatasetConfig(BaseModel):
 
     def split_path(self, split: str) -> Path:
         if split not in self.splits:
-            raise KeyError(f"{self.source or self.name}: no split {split!r}; known: {sorted(self.splits)}")
+            raise ConfigError(f"{self.source or self.name}: no split {split!r}; known: {sorted(self.splits)}")
         return data_root() / self.splits[split]
 
     def section(self, name: str) -> dict[str, Any]:
@@ -116,6 +119,26 @@ class DatasetConfig(BaseModel):
 
 class ConfigError(ValueError):
     pass
+
+
+def check_field_types(obj: Any, section: str) -> None:
+    """Every field of dataclass `obj` holds its annotated type (an int for `int | None`, a number for `float`):
+    a YAML `max_rounds: "two"` is refused naming `section.max_rounds`, not failed on in a comparison later."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value, hint = getattr(obj, f.name), hints[f.name]
+        kinds = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        if not any(_is_a(value, kind) for kind in kinds):
+            names = " or ".join("null" if k is type(None) else getattr(k, "__name__", str(k)) for k in kinds)
+            raise ConfigError(f"{section}.{f.name}: expected {names}, got {value!r}")
+
+
+def _is_a(value: Any, kind: Any) -> bool:
+    if isinstance(value, bool) and kind in (int, float):  # YAML `true` is no number
+        return False
+    if kind is float:
+        return isinstance(value, (int, float))
+    return isinstance(value, typing.get_origin(kind) or kind)
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:

@@ -103,18 +103,53 @@ def parse_record(obj: object, path: str | Path = "<memory>", line: int = 1) -> R
         raise RecordFormatError(path, line, field, msg) from None
 
 
+def _not_text(path: str | Path, data: bytes, offset: int | None, first_line: int = 1) -> RecordFormatError:
+    """The error for `data` (from line `first_line` of `path`) that is not UTF-8 text at byte `offset` (None:
+    at its NUL byte)."""
+    offset = data.index(b"\0") if offset is None else offset
+    line = first_line + data.count(b"\n", 0, offset)
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return RecordFormatError(path, line, "<text>", f"byte 0x{data[offset]:02x} at column {column}: not UTF-8 "
+                             "text (a binary file?)")
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file's content; a binary one (invalid UTF-8, a NUL byte) raises RecordFormatError naming
+    the line."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_text(path, data, exc.start) from None
+    if "\0" in text:
+        raise _not_text(path, data, None)
+    return text
+
+
+def iter_text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line, line) of a UTF-8 text file, read line by line; see `read_text` for a binary one."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _not_text(path, raw, exc.start, lineno) from None
+            if "\0" in line:
+                raise _not_text(path, raw, None, lineno)
+            yield lineno, line
+
+
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, object]]:
     """(1-based line, parsed object) for each non-blank line of a JSON Lines file; bad JSON raises RecordFormatError."""
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                message = f"invalid JSON: {exc.msg} (column {exc.colno})"
-                raise RecordFormatError(path, lineno, "<json>", message) from None
-            yield lineno, obj
+    for lineno, line in iter_text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+            raise RecordFormatError(path, lineno, "<json>", message) from None
+        yield lineno, obj
 
 
 def iter_records(path: str | Path) -> Iterator[Record]:

@@ -4,12 +4,15 @@
         --out runs/crossagentie [--model qwen2.5-coder-0.5b | --endpoint URL --model-name M --api-key-env VAR]
 
 Settings: the config file's `teacher:` section, then these flags. Writes predictions.jsonl, config.json and,
-with gold, metrics.json and report.md into --out; a re-run with the same flags resumes.
+with gold, metrics.json and report.md into --out; a re-run with the same flags resumes. Records that failed
+(no answer from the endpoint, or past their time budget) are listed in failures.jsonl instead, and the run
+exits 1 with one line saying how many, why, and the command that retries them.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 import types
 import typing
@@ -24,10 +27,10 @@ def _flag_type(hint: object) -> type:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m teacher", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m teacher", description=__doc__, allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="label records into an output folder")
+    run = sub.add_parser("run", help="label records into an output folder", allow_abbrev=False)
     hints = typing.get_type_hints(TeacherConfig)
     for name, default, help_text in cli_fields():
         flag, kind = "--" + name.replace("_", "-"), _flag_type(hints[name])
@@ -41,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from ie.config import ConfigError, load_config, resolve_config_path
+    from ie.failures import IncompleteRun
 
+    argv = sys.argv[1:] if argv is None else argv
     args = vars(build_parser().parse_args(argv))
     args.pop("command")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -52,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         from teacher.runner import run
 
         out = run(cfg)
+    except IncompleteRun as exc:
+        print(f"error: {exc.summary('python -m teacher ' + shlex.join(argv))}", file=sys.stderr)
+        return 1
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -9,8 +9,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ie.config import ConfigError
-from ie.llm.client import STRUCTURED_OUTPUTS
+from ie.config import ConfigError, check_field_types
+from ie.llm.client import STRUCTURED_OUTPUTS, Timeouts
 from ie.scoring import RE_MODES
 
 SUMMARIZERS = ("generate", "likelihood")
@@ -55,9 +55,16 @@ class TeacherConfig:
     re_mode: str = _opt("strict", "relation scoring mode of ie.scoring (strict, boundaries, strings)")
     cache: bool = _opt(True, "use the call cache (<out>/calls.sqlite): a re-run repeats no LLM call")
     progress: bool = _opt(True, "show a progress bar")
+    timeout_connect_s: float = _opt(Timeouts.connect_s, Timeouts.help("connect_s"))
+    timeout_first_token_s: float = _opt(Timeouts.first_token_s, Timeouts.help("first_token_s"))
+    timeout_tokens_per_s: float = _opt(Timeouts.min_tokens_per_s, Timeouts.help("min_tokens_per_s"))
+    timeout_record_s: float = _opt(900.0, "seconds one record may take, all its calls together; past it the record "
+                                   "fails with reason 'time budget' and is retried by the next run (0 = no budget)")
 
     def __post_init__(self) -> None:
         from teacher.methods import METHODS
+
+        check_field_types(self, "teacher")
 
         if self.method not in METHODS:
             raise ConfigError(f"teacher.method: unknown method {self.method!r}; choose one of {sorted(METHODS)}")
@@ -82,6 +89,14 @@ class TeacherConfig:
             raise ConfigError(f"teacher.summarizer: one of {SUMMARIZERS}, got {self.summarizer!r}")
         if self.re_mode not in RE_MODES:
             raise ConfigError(f"teacher.re_mode: one of {RE_MODES}, got {self.re_mode!r}")
+        for name in ("timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"teacher.{name}: must be above 0, got {getattr(self, name)}")
+        if self.timeout_record_s < 0:
+            raise ConfigError(f"teacher.timeout_record_s: must be 0 (no budget) or more, got {self.timeout_record_s}")
+
+    def timeouts(self) -> Timeouts:
+        return Timeouts(self.timeout_connect_s, self.timeout_first_token_s, self.timeout_tokens_per_s)
 
     def check_source(self) -> None:
         """A run (not the library) needs exactly one of --split / --input."""

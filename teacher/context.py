@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import zlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -14,13 +15,14 @@ from ie.config import TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.llm.choice import ChoiceScores
 from ie.llm.client import LLMClient
-from ie.llm.types import Completion, SamplingParams, Usage
+from ie.llm.types import Completion, SamplingParams, TransportError, Usage
 from ie.schema import Record
 from teacher.config import TeacherConfig
 from teacher.mentions import MentionRules
 from teacher.templates import render
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 
 
 @dataclass
@@ -50,6 +52,7 @@ class RecordContext:
         self.truncated_calls = 0
         self.ungrounded = 0
         self._choices: dict[str, Completion[ChoiceScores]] = {}  # see `choose`
+        self.unanswered: TransportError | None = None  # see `_answered`
         # Speaking order etc. must not depend on Python's per-process hash seed: a re-run hits the call cache.
         self.rng = random.Random(cfg.seed * 1_000_003 + zlib.crc32(record.id.encode("utf-8")))
 
@@ -70,7 +73,7 @@ class RecordContext:
                   n: int = 1, round: int | None = None, **fields: object) -> list[Completion[T]]:
         """Render `template`, ask, and log each completion (valid or not) in the transcript."""
         messages = render(template, self.schema, self.text, **fields)
-        completions = await self.client.structured(messages, answer, params, n=n)
+        completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n))
         for i, c in enumerate(completions):
             entry: dict[str, Any] = {"role": role, "agent": agent, "template": f"{template}.txt"}
             if round is not None:
@@ -88,10 +91,22 @@ class RecordContext:
         messages = render(template, self.schema, self.text, own_context=True, **fields)
         key = json.dumps([messages, options], sort_keys=True)
         if key not in self._choices:
-            self._choices[key] = await self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed))
+            self._choices[key] = await self._answered(
+                lambda: self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed)))
             self._log({"role": role, "agent": agent, "template": f"{template}.txt", "asked": fields.get("mention")},
                       self._choices[key])
         return [self._choices[key]]
+
+    async def _answered(self, call: Callable[[], Awaitable[R]]) -> R:
+        """`call()`, unless an earlier call of this record got no answer: the record cannot finish then, and its
+        concurrent agents still running make no further calls."""
+        if self.unanswered is not None:
+            raise self.unanswered
+        try:
+            return await call()
+        except TransportError as exc:
+            self.unanswered = exc
+            raise
 
     def _log(self, entry: dict[str, Any], c: Completion) -> None:
         self.usage.add(c.usage)

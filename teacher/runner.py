@@ -1,8 +1,9 @@
 """Labelling records: the library function (`label_records`) and the resumable run (`run`).
 
 A run appends each record to `predictions.jsonl` as it finishes and caches every call (`calls.sqlite`), so
-a re-run with the same settings skips finished records and repeats no LLM call; a kill loses at most the
-records in flight. A record whose labelling raised is reported and not written, so a re-run retries it.
+a re-run with the same settings skips finished records (same id and same text) and repeats no LLM call; a
+kill loses at most the records in flight. A record that failed (a call got no answer, its time budget ran out,
+or its labelling raised) is not written but listed in `failures.jsonl` (`ie.failures`); a re-run retries it.
 """
 from __future__ import annotations
 
@@ -10,38 +11,45 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
+from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
 from ie.llm.client import Endpoint, LLMClient
-from ie.schema import Record, append_record, iter_records
+from ie.schema import Record, RecordFormatError, append_record, iter_records, parse_record
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
 from teacher.context import RecordContext
 from teacher.methods import check_method, label
 
 log = logging.getLogger("teacher")
-PREDICTIONS, CONFIG, CACHE = "predictions.jsonl", "config.json", "calls.sqlite"
+PREDICTIONS, CONFIG, CACHE, FAILURES = "predictions.jsonl", "config.json", "calls.sqlite", "failures.jsonl"
 # Settings that do not change what a record's labels are: a resumed run may differ in these.
-RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache", "re_mode"})
+RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache", "re_mode", "timeout_connect_s",
+                               "timeout_first_token_s", "timeout_tokens_per_s", "timeout_record_s"})
 
 
 async def label_one(record: Record, method: str, schema: TaskSchema, client: LLMClient,
                     cfg: TeacherConfig) -> Record:
-    """One record labelled, with its `debate` transcript, `stats` and record-level `confidence`."""
+    """One record labelled, with its `debate` transcript, `stats` and record-level `confidence`. A record that
+    did not finish (see `ie.failures`) has `stats.failed` (the reason) and `stats.error`."""
     ctx = RecordContext(record.unlabelled(), schema, client, cfg, method)
-    started, error = time.perf_counter(), None
+    started = time.perf_counter()
     try:
-        out, transcript = await label(ctx.record, method, ctx)
+        labelled, failure = await within_budget(label(ctx.record, method, ctx), cfg.timeout_record_s)
     except Exception as exc:  # one record's failure must not sink a long run; it is reported, not written
         log.exception("record %s: %s failed", record.id, method)
-        out, transcript, error = ctx.record, ctx.transcript.as_dict(), f"{type(exc).__name__}: {exc}"
+        labelled, failure = None, (type(exc).__name__, f"{type(exc).__name__}: {exc}")
+    out, transcript = labelled or (ctx.record, ctx.transcript.as_dict())
     stats = ctx.stats(time.perf_counter() - started)
-    if error:
-        stats["error"] = error
+    if failure:
+        log.debug("record %s failed: %s", record.id, failure[1])
+        stats["failed"], stats["error"] = failure
     confs = [e.confidence or 0.0 for e in out.entities] + [r.confidence or 0.0 for r in out.relations]
     confidence = record_confidence(confs, stats["failed_calls"], stats["unresolved_conflicts"])
     return Record(**out.model_dump(exclude_none=True), debate=transcript, stats=stats, confidence=confidence)
@@ -50,7 +58,7 @@ async def label_one(record: Record, method: str, schema: TaskSchema, client: LLM
 async def label_records(records: Sequence[Record], method: str, schema: TaskSchema, client: LLMClient,
                         cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None) -> list[Record]:
     """Label `records` with `method`, at most `cfg.concurrency` at once; `on_record` sees each as it
-    finishes. Returns them in input order. Records that failed carry `stats.error`."""
+    finishes. Returns them in input order. Records that failed carry `stats.failed` and `stats.error`."""
     check_method(method, schema)
     gate = asyncio.Semaphore(cfg.concurrency)
 
@@ -69,16 +77,54 @@ def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], T
 
     dataset = load_config(config_path)
     records = load_split(dataset, cfg.split) if cfg.split else load_input(cfg.input)  # type: ignore[arg-type]
+    if not records:
+        raise ConfigError(f"{cfg.input or f'split {cfg.split}'}: no records to label (the input is empty)")
     return records[: cfg.limit] if cfg.limit else records, dataset.task_schema
 
 
-def finished(path: Path, wanted: set[str]) -> list[Record]:
-    """The labelled records of `wanted` in a predictions file (the first copy of a repeated id)."""
-    found: dict[str, Record] = {}
+def finished(path: Path, records: Sequence[Record]) -> list[Record]:
+    """The labelled records of `records` in a predictions file: same id and same text (first copy of a repeat)."""
+    wanted = {(r.id, r.text) for r in records}
+    found: dict[tuple[str, str], Record] = {}
     for record in iter_records(path) if path.exists() else ():
-        if record.id in wanted:
-            found.setdefault(record.id, record)
+        if (record.id, record.text) in wanted:
+            found.setdefault((record.id, record.text), record)
     return list(found.values())
+
+
+def repair_predictions(path: Path, records: Sequence[Record]) -> None:
+    """Make a predictions file safe to append to: a half-written last line (a run killed mid-write) is dropped,
+    so its record is labelled again, and so are the lines of an id whose input text has changed (a line
+    inserted in a .txt input shifts the ids after it). A malformed line elsewhere is an error naming it."""
+    if not path.exists():
+        return
+    texts = {r.id: r.text for r in records}
+    lines = path.read_bytes().split(b"\n")
+    keep, torn, superseded = [], False, 0
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            if lineno < len(lines):  # a whole line, not the unterminated last one: damage, not a kill
+                raise RecordFormatError(path, lineno, "<json>", "invalid JSON; fix or delete the line") from None
+            log.warning("%s:%d: dropped a half-written last line (a stopped run); its record is labelled again",
+                        path, lineno)
+            torn = True
+            continue
+        record = parse_record(obj, path, lineno)
+        if texts.get(record.id, record.text) != record.text:
+            superseded += 1
+            continue
+        keep.append(raw + b"\n")
+    if superseded:
+        log.warning("%s: %d labelled ids have another text in the input now; they are labelled again",
+                    path, superseded)
+    if torn or superseded or lines[-1]:  # lines[-1]: the last line has no newline yet
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(b"".join(keep))
+        os.replace(tmp, path)
 
 
 def prepare_out(cfg: TeacherConfig) -> Path:
@@ -116,7 +162,7 @@ async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client:
     def on_record(record: Record) -> None:
         nonlocal tokens
         stats = record.model_extra["stats"]  # type: ignore[index]
-        if "error" not in stats:
+        if failure_of(record) is None:
             append_record(out / PREDICTIONS, record)
         tokens += stats["prompt_tokens"] + stats["completion_tokens"]
         bar.update(1)
@@ -130,7 +176,8 @@ async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client:
 
 async def _label_with_endpoint(out: Path, todo: list[Record], schema: TaskSchema, ep: Endpoint,
                                cfg: TeacherConfig) -> list[Record]:
-    client = LLMClient.from_endpoints([ep], cache_path=out / CACHE if cfg.cache else None,
+    client = LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())],
+                                      cache_path=out / CACHE if cfg.cache else None,
                                       concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries)
     try:
         return await _label_into(out, todo, schema, client, cfg)
@@ -148,23 +195,25 @@ def _label_todo(out: Path, todo: list[Record], schema: TaskSchema, cfg: TeacherC
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
     """Label the configured records into `cfg.out_dir`; write metrics and a report when gold exists.
-    `client`: an LLM client to use instead of `cfg`'s endpoint (tests, benches); its cache is its own."""
+    `client`: an LLM client to use instead of `cfg`'s endpoint (tests, benches); its cache is its own.
+    Raises `IncompleteRun` (after writing what finished) when records failed: a re-run retries them."""
     from teacher.report import write_report
 
     cfg.check_source()
     records, schema = load_records(cfg, resolve_config_path(cfg.config))
     check_method(cfg.method, schema)
     out = prepare_out(cfg)
-    done = {r.id for r in finished(out / PREDICTIONS, {r.id for r in records})}
-    todo = [r for r in records if r.id not in done]
+    repair_predictions(out / PREDICTIONS, records)
+    done = {(r.id, r.text) for r in finished(out / PREDICTIONS, records)}
+    todo = [r for r in records if (r.id, r.text) not in done]
     log.info("%s: %d records, %d already labelled", out, len(records), len(records) - len(todo))
-    if todo:
-        labelled = _label_todo(out, todo, schema, cfg, client)
-        failed = [r for r in labelled if "error" in r.model_extra["stats"]]  # type: ignore[index]
-        if failed:
-            log.error("%d records failed and were not written (re-run to retry); first: %s: %s", len(failed),
-                      failed[0].id, failed[0].model_extra["stats"]["error"])  # type: ignore[index]
-    predictions = finished(out / PREDICTIONS, {r.id for r in records})
+    labelled = _label_todo(out, todo, schema, cfg, client) if todo else []
+    failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
+    write_failures(out / FAILURES, failures)
+    if failures:
+        for name in ("metrics.json", "report.md"):  # an earlier run's: not the scores of these records
+            (out / name).unlink(missing_ok=True)
+        raise IncompleteRun(failures, len(records), out / FAILURES)
     if any(r.entities or r.relations for r in records):
-        write_report(out, records, predictions, schema, cfg)
+        write_report(out, records, finished(out / PREDICTIONS, records), schema, cfg)
     return out

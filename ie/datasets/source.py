@@ -51,7 +51,7 @@ def _json_error(path: Path, exc: json.JSONDecodeError) -> NoReturn:
 def iter_json_array(path: str | Path) -> Iterator[tuple[Where, Any]]:
     """The elements of a file holding one JSON array, each with the line it starts on."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = schema.read_text(path)
     decoder = json.JSONDecoder()
     pos = _skip_space(text, 0)
     if not text.startswith("[", pos):
