@@ -55,6 +55,8 @@ class TeacherConfig:
     re_mode: str = _opt("strict", "relation scoring mode of ie.scoring (strict, boundaries, strings)")
     cache: bool = _opt(True, "use the call cache (<out>/calls.sqlite): a re-run repeats no LLM call")
     progress: bool = _opt(True, "show a progress bar")
+    retries: int = _opt(4, "re-sends of a call that got no answer but may yet (refused connection, 429, 5xx), "
+                        "with exponential backoff from 1 s")
     timeout_connect_s: float = _opt(Timeouts.connect_s, Timeouts.help("connect_s"))
     timeout_first_token_s: float = _opt(Timeouts.first_token_s, Timeouts.help("first_token_s"))
     timeout_tokens_per_s: float = _opt(Timeouts.min_tokens_per_s, Timeouts.help("min_tokens_per_s"))
@@ -77,7 +79,7 @@ class TeacherConfig:
         for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
-        for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries"):
+        for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries", "retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
         if self.limit is not None and self.limit < 1:

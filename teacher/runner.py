@@ -30,8 +30,9 @@ from teacher.methods import check_method, label
 log = logging.getLogger("teacher")
 PREDICTIONS, CONFIG, CACHE, FAILURES = "predictions.jsonl", "config.json", "calls.sqlite", "failures.jsonl"
 # Settings that do not change what a record's labels are: a resumed run may differ in these.
-RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache", "re_mode", "timeout_connect_s",
-                               "timeout_first_token_s", "timeout_tokens_per_s", "timeout_record_s"})
+RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache", "re_mode", "retries",
+                               "timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s",
+                               "timeout_record_s"})
 
 
 async def label_one(record: Record, method: str, schema: TaskSchema, client: LLMClient,
@@ -178,7 +179,8 @@ async def _label_with_endpoint(out: Path, todo: list[Record], schema: TaskSchema
                                cfg: TeacherConfig) -> list[Record]:
     client = LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())],
                                       cache_path=out / CACHE if cfg.cache else None,
-                                      concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries)
+                                      concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
+                                      max_retries=cfg.retries)
     try:
         return await _label_into(out, todo, schema, client, cfg)
     finally:

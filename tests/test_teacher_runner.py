@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ie.config import ConfigError
+from ie.config import ConfigError, load_config, resolve_config_path
 from ie.llm.cache import CallCache
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
@@ -97,3 +97,191 @@ def test_cli_reports_config_errors_without_starting_a_server(capsys, tmp_path):
     assert "exactly one of --split" in capsys.readouterr().err
     assert main(["run", "--split", "dev", "--endpoint", "http://localhost:1/v1"]) == 2
     assert "--model-name" in capsys.readouterr().err
+
+
+# --- failed records, resume on id and text, input and config errors ---
+
+import asyncio
+import logging
+
+from fault_server import FaultServer, Reply, always, closed_port
+
+from ie.failures import IncompleteRun
+from ie.llm.types import TransportError
+from ie.schema import RecordFormatError
+
+DIRECT_OK = Reply('{"entities": []}')
+
+
+def cli(tmp_path, url, *extra):
+    """The teacher CLI's arguments for the `direct` method over GOLD at `url`, without retry waits."""
+    data = tmp_path / "gold.jsonl"
+    if not data.exists():
+        write_records(data, GOLD)
+    return ["run", "--config", "conll04", "--input", str(data), "--method", "direct", "--endpoint", url,
+            "--model-name", "m", "--out", str(tmp_path / "out"), "--no-progress", "--retries", "0", *extra]
+
+
+def test_closed_port_writes_no_prediction_exits_1_and_a_rerun_labels_it(tmp_path, capsys):
+    port = closed_port()
+    args = cli(tmp_path, f"http://127.0.0.1:{port}/v1")
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    summary = [line for line in err if line.startswith("error:")]
+    assert len(summary) == 1
+    assert "3 of 3 records failed (3 connection error" in summary[0] and "python -m teacher run" in summary[0]
+    assert f"--endpoint http://127.0.0.1:{port}/v1" in summary[0]
+    out = tmp_path / "out"
+    assert not (out / "predictions.jsonl").exists() and not (out / "metrics.json").exists()
+    failures = [json.loads(line) for line in (out / "failures.jsonl").read_text().splitlines()]
+    assert [f["id"] for f in failures] == ["a", "b", "c"] and {f["reason"] for f in failures} == {"connection error"}
+    assert len(failures[0]["text_sha256"]) == 64
+    with FaultServer(always(DIRECT_OK), port=port) as server:  # the server comes back on the same port
+        assert main(args) == 0
+    assert len(server.requests) == 3 and not (out / "failures.jsonl").exists()
+    assert sorted(r.id for r in read_records(out / "predictions.jsonl")) == ["a", "b", "c"]
+    assert (out / "metrics.json").exists()
+
+
+def test_only_the_failed_records_are_retried(tmp_path):
+    cfg, _ = setup(tmp_path)
+    down = ScriptedTransport(lambda r: TransportError("HTTP 502", status=502) if "NASA" in r.messages[1]["content"]
+                             else direct_answer(r))
+    with pytest.raises(IncompleteRun, match=r"1 of 3 records failed \(1 HTTP 502") as info:
+        run(cfg, LLMClient([down], cache=CallCache(cfg.out_dir / "calls.sqlite"), backoff_s=0.0, max_retries=1))
+    assert [f.id for f in info.value.failures] == ["b"]
+    assert sorted(r.id for r in read_records(cfg.out_dir / "predictions.jsonl")) == ["a", "c"]
+    up = ScriptedTransport(direct_answer)
+    run(cfg, client(up, cfg.out_dir))
+    assert len(up.requests) == 1 and "NASA" in up.requests[0].messages[1]["content"]
+    assert sorted(r.id for r in read_records(cfg.out_dir / "predictions.jsonl")) == ["a", "b", "c"]
+
+
+def test_an_answer_that_never_validates_is_a_final_recorded_outcome(tmp_path):
+    cfg, _ = setup(tmp_path)
+    bad = ScriptedTransport(lambda r: "no JSON today")
+    run(cfg, client(bad, cfg.out_dir))  # two re-asks each
+    preds = read_records(cfg.out_dir / "predictions.jsonl")
+    assert len(preds) == 3 and len(bad.requests) == 9
+    for p in preds:
+        assert p.entities == [] and p.model_extra["stats"]["failed_calls"] == 1 and "failed" not in p.model_extra["stats"]
+        assert "invalid answer after 3 attempts" in p.model_extra["debate"]["calls"][0]["error"]
+    run(cfg, client(bad, cfg.out_dir))
+    assert len(bad.requests) == 9  # finished: not asked again
+
+
+def test_a_record_past_its_time_budget_fails_with_that_reason(tmp_path):
+    class Hanging(ScriptedTransport):
+        async def __call__(self, request):
+            await asyncio.sleep(30)
+
+    cfg, _ = setup(tmp_path, timeout_record_s=0.2)
+    with pytest.raises(IncompleteRun, match="3 time budget") as info:
+        run(cfg, client(Hanging(direct_answer), cfg.out_dir))
+    assert "within its time budget of 0.2 s" in info.value.failures[0].error
+    assert not (cfg.out_dir / "predictions.jsonl").exists()
+
+
+def test_a_record_makes_no_call_after_one_got_no_answer():
+    from teacher.baselines import answer_models
+    from teacher.context import RecordContext
+    from teacher.templates import type_list
+
+    t = ScriptedTransport(lambda r: TransportError("HTTP 401: no", retryable=False, status=401))
+    schema = load_config(resolve_config_path("conll04")).task_schema
+    ctx = RecordContext(GOLD[0], schema, LLMClient([t]), TeacherConfig(), "direct")
+
+    async def two_asks():
+        for _ in range(2):
+            with pytest.raises(TransportError, match="HTTP 401"):
+                await ctx.ask("direct", answer_models(ctx)["direct"], role="direct", agent="direct",
+                              params=ctx.params("extract"), type_list=type_list(schema))
+    asyncio.run(two_asks())
+    assert len(t.requests) == 1
+
+
+def test_read_timeout_flags_reach_the_endpoint(tmp_path, capsys):
+    with FaultServer(always(Reply(hang_s=30))) as server:
+        args = cli(tmp_path, server.url, "--timeout-first-token-s", "0.2", "--timeout-tokens-per-s", "10000")
+        assert main(args) == 1
+    assert "3 read timeout" in capsys.readouterr().err and len(server.requests) == 3
+
+
+def test_a_key_echoed_in_an_error_reaches_no_output(tmp_path, capsys, monkeypatch, caplog):
+    monkeypatch.setenv("TEACHER_TEST_KEY", "sk-echo-0123456789")
+    with FaultServer(always(Reply(status=401, message="key {key} is not valid"))) as server:
+        with caplog.at_level(logging.DEBUG):
+            assert main(cli(tmp_path, server.url, "--api-key-env", "TEACHER_TEST_KEY")) == 1
+    err = capsys.readouterr().err
+    assert "3 HTTP 401" in err and "key [redacted] is not valid" in err
+    written = "".join(p.read_text() for p in (tmp_path / "out").iterdir() if p.suffix in (".json", ".jsonl"))
+    assert "sk-echo" not in err + written + caplog.text and "[redacted]" in written
+
+
+def test_resume_keys_on_id_and_text_so_an_inserted_line_is_labelled(tmp_path, caplog):
+    edit = tmp_path / "edit.txt"
+    edit.write_text("Dole met Reagan in Rome .\nParis is big .\n")
+    cfg = TeacherConfig(input=str(edit), method="direct", out=str(tmp_path / "out"), progress=False)
+    t = ScriptedTransport(direct_answer)
+    run(cfg, client(t, cfg.out_dir))
+    edit.write_text("NASA is in Houston .\n" + edit.read_text())  # a new first line: every id shifts
+    with caplog.at_level(logging.WARNING):
+        run(cfg, client(t, cfg.out_dir))
+    preds = {r.id: r for r in read_records(cfg.out_dir / "predictions.jsonl")}
+    assert {i: r.text for i, r in preds.items()} == {
+        "edit-0": "NASA is in Houston .", "edit-1": "Dole met Reagan in Rome .", "edit-2": "Paris is big ."}
+    assert [e.text for e in preds["edit-0"].entities] == ["NASA", "Houston"]
+    assert "2 labelled ids have another text" in caplog.text
+    assert len(t.requests) == 3  # the new sentence is asked; the moved ones come from the call cache
+
+
+def test_duplicate_ids_are_refused_before_the_first_call(tmp_path):
+    data = tmp_path / "dup.jsonl"
+    write_records(data, [GOLD[0], GOLD[1], Record(id="a", text="Other text .")])
+    cfg = TeacherConfig(input=str(data), method="direct", out=str(tmp_path / "out"), progress=False)
+    t = ScriptedTransport(direct_answer)
+    with pytest.raises(RecordFormatError, match=r"dup.jsonl:3: field 'id': 'a' repeats the id of line 1"):
+        run(cfg, client(t, tmp_path))
+    assert t.requests == []
+
+
+def test_a_torn_last_line_is_dropped_and_relabelled_but_a_torn_line_elsewhere_is_an_error(tmp_path, caplog):
+    cfg, transport = setup(tmp_path)
+    run(cfg, client(transport, cfg.out_dir))
+    preds = cfg.out_dir / "predictions.jsonl"
+    lines = preds.read_bytes().splitlines(keepends=True)
+    preds.write_bytes(b"".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # killed mid-write
+    with caplog.at_level(logging.WARNING):
+        run(cfg, client(transport, cfg.out_dir))
+    assert "predictions.jsonl:3: dropped a half-written last line" in caplog.text
+    assert len(read_records(preds)) == 3 and len(transport.requests) == 3  # relabelled from the cache
+    lines = preds.read_bytes().splitlines(keepends=True)
+    preds.write_bytes(lines[0][:20] + b"\n" + b"".join(lines[1:]))
+    with pytest.raises(RecordFormatError, match="predictions.jsonl:1: field '<json>'"):
+        run(cfg, client(transport, cfg.out_dir))
+
+
+def test_input_errors_name_the_file_and_line_and_an_empty_input_is_refused(tmp_path, capsys):
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"fine line\n\x89PNG\r\n\x1a\n\x00\x00")
+    assert main(["run", "--input", str(binary), "--endpoint", "http://127.0.0.1:1/v1", "--model-name", "m",
+                 "--out", str(tmp_path / "o1")]) == 2
+    assert f"{binary}:2: field '<text>': byte 0x89 at column 1" in capsys.readouterr().err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    assert main(["run", "--input", str(empty), "--endpoint", "http://127.0.0.1:1/v1", "--model-name", "m",
+                 "--out", str(tmp_path / "o2")]) == 2
+    assert "no records to label" in capsys.readouterr().err
+
+
+def test_cli_refuses_an_unknown_split_a_mistyped_setting_and_abbreviated_flags(tmp_path, capsys):
+    assert main(["run", "--split", "devv", "--endpoint", "http://127.0.0.1:1/v1", "--model-name", "m",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "no split 'devv'; known: ['dev', 'test', 'train']" in capsys.readouterr().err
+    yaml_text = resolve_config_path("conll04").read_text().replace("max_rounds: 0", 'max_rounds: "two"')
+    (tmp_path / "bad.yaml").write_text(yaml_text)
+    assert main(["run", "--config", str(tmp_path / "bad.yaml"), "--split", "dev"]) == 2
+    assert "teacher.max_rounds: expected int, got 'two'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "--split", "dev", "--max-round", "1"])
+    assert "unrecognized arguments: --max-round" in capsys.readouterr().err
