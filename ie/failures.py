@@ -68,7 +68,7 @@ def write_failures(path: Path, failures: Sequence[Failure]) -> None:
 class IncompleteRun(RuntimeError):
     """Some records failed; everything else is written. `summary(command)` is the one line to show."""
 
-    def __init__(self, failures: Sequence[Failure], total: int, listed_in: Path):
+    def __init__(self, failures: Sequence[Failure], total: int, listed_in: Path | None = None):
         self.failures, self.total, self.listed_in = list(failures), total, listed_in
         super().__init__(self.summary())
 
@@ -76,5 +76,7 @@ class IncompleteRun(RuntimeError):
         reasons = ", ".join(f"{n} {reason}" for reason, n in Counter(f.reason for f in self.failures).most_common())
         first = self.failures[0]
         line = (f"{len(self.failures)} of {self.total} records failed ({reasons}; first: {first.id}: "
-                f"{first.error[:300]}) and were not written; listed in {self.listed_in}")
+                f"{first.error[:300]})")
+        if self.listed_in is not None:
+            line += f" and were not written; listed in {self.listed_in}"
         return line + (f"; to retry them, run again: {command}" if command else "")

@@ -13,20 +13,26 @@ joint answer (`distill.template.parse_answer`). Each output record has:
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
   `wall_s`, and `error` when the answer never validated (the labels are then what could be salvaged from the
   raw answer, often none).
+A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or that ran past its time
+budget is unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
+`extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
+and exits 1; a re-run labels it (with --cache, the finished records' calls are not repeated).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from distill.template import answer_model, build_messages, mention_rules, parse_answer
-from ie.config import TaskSchema, load_config, resolve_config_path
-from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient
+from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
+from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
+from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
 from ie.schema import Record, write_records
 from teacher.mentions import MentionRules
@@ -40,15 +46,21 @@ class StudentExtractor:
     """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
 
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
-                 rules: MentionRules | None = None, concurrency: int = 8):
+                 rules: MentionRules | None = None, concurrency: int = 8, budget_s: float | None = None):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
         self._answer_model = answer_model(schema)
         self.concurrency = concurrency
+        self.budget_s = budget_s  # seconds a record may take, re-asks included (None: no budget)
 
     async def extract_record(self, record: Record) -> Record:
         started = time.perf_counter()
         messages = build_messages(record.text, self.schema)
-        (c,) = await self.client.structured(messages, self._answer_model, self.params)
+        result, failure = await within_budget(self.client.structured(messages, self._answer_model, self.params),
+                                              self.budget_s)
+        if failure is not None:
+            stats = {"failed": failure[0], "error": failure[1], "wall_s": round(time.perf_counter() - started, 4)}
+            return record.unlabelled().model_copy(update={"stats": stats})
+        (c,) = result  # type: ignore[misc]
         tokens = (record.model_extra or {}).get("tokens")
         parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules, tokens)
         stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
@@ -81,28 +93,34 @@ class StudentExtractor:
 async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str, schema: TaskSchema, *,
                         rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
-                        max_reasks: int = 2, structured_output: str = "json_schema") -> list[Record]:
-    ep = Endpoint(endpoint, model, api_key_env, structured_output=structured_output)
-    client = LLMClient.from_endpoints([ep], cache_path=cache_path,
-                                      concurrency=concurrency, max_parse_retries=max_reasks)
+                        max_reasks: int = 2, structured_output: str = "json_schema", timeouts: Timeouts = Timeouts(),
+                        budget_s: float | None = None, retries: int = 4) -> list[Record]:
+    """The records, unfinished ones included (marked `stats.failed`)."""
+    ep = Endpoint(endpoint, model, api_key_env, timeouts=timeouts, structured_output=structured_output)
+    client = LLMClient.from_endpoints([ep], cache_path=cache_path, concurrency=concurrency,
+                                      max_parse_retries=max_reasks, max_retries=retries)
     try:
-        return await StudentExtractor(client, schema, params, rules, concurrency).extract_batch(texts)
+        return await StudentExtractor(client, schema, params, rules, concurrency, budget_s).extract_batch(texts)
     finally:
         await client.aclose()
 
 
 def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, config: str | Path = "conll04",
             **kwargs) -> Record | list[Record]:
-    """One text -> one record; a list -> a list. `config`: dataset config path or name (for the schema)."""
+    """One text -> one record; a list -> a list. `config`: dataset config path or name (for the schema).
+    Raises `IncompleteRun` when a record did not finish (see the module docstring)."""
     dataset = load_config(resolve_config_path(str(config)))
     items = [texts] if isinstance(texts, str) else list(texts)
     records = asyncio.run(extract_async(items, endpoint, model, dataset.task_schema, rules=mention_rules(dataset),
                                         **kwargs))
+    failures = [Failure.of(r) for r in records if failure_of(r) is not None]
+    if failures:
+        raise IncompleteRun(failures, len(records))
     return records[0] if isinstance(texts, str) else records
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m serve.client", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m serve.client", description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--endpoint", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", required=True, help="served model or LoRA adapter name (e.g. student)")
     p.add_argument("--input", type=Path, required=True, help="records to label (any ie.datasets input)")
@@ -116,29 +134,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
     p.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="json_schema",
                    help="json_schema (response_format: vLLM, OpenAI) or llguidance (llama.cpp: compact JSON)")
+    p.add_argument("--retries", type=int, default=4, help="re-sends of a call refused or answered 429/5xx")
+    for name, flag in (("connect_s", "connect-s"), ("first_token_s", "first-token-s"),
+                       ("min_tokens_per_s", "tokens-per-s")):
+        p.add_argument(f"--timeout-{flag}", type=float, default=getattr(Timeouts, name), help=Timeouts.help(name))
+    p.add_argument("--timeout-record-s", type=float, default=0.0,
+                   help="seconds one record may take, re-asks included (0 = no budget)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    if args.concurrency < 1 or args.max_tokens < 1 or args.max_reasks < 0:
-        raise SystemExit("--concurrency and --max-tokens must be >= 1, --max-reasks >= 0")
+    if args.concurrency < 1 or args.max_tokens < 1 or args.max_reasks < 0 or args.retries < 0:
+        raise SystemExit("--concurrency and --max-tokens must be >= 1, --max-reasks and --retries >= 0")
     from ie.datasets import load_input
 
-    dataset = load_config(resolve_config_path(args.config))
-    records = [r.unlabelled() for r in load_input(args.input)][: args.limit]
+    try:
+        dataset = load_config(resolve_config_path(args.config))
+        records = [r.unlabelled() for r in load_input(args.input)][: args.limit]
+        if not records:
+            raise ConfigError(f"{args.input}: no records to label (the input is empty)")
+        timeouts = Timeouts(args.timeout_connect_s, args.timeout_first_token_s, args.timeout_tokens_per_s)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     params = SamplingParams(temperature=0.0, seed=0, max_tokens=args.max_tokens)
     started = time.perf_counter()
-    out = asyncio.run(extract_async(
+    labelled = asyncio.run(extract_async(
         records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
         api_key_env=args.api_key_env, concurrency=args.concurrency, cache_path=args.cache, params=params,
-        max_reasks=args.max_reasks, structured_output=args.structured_output))
+        max_reasks=args.max_reasks, structured_output=args.structured_output, timeouts=timeouts,
+        budget_s=args.timeout_record_s, retries=args.retries))
+    out = [r for r in labelled if failure_of(r) is None]
+    failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
     write_records(args.out, out)
+    write_failures(args.out.with_suffix(".failures.jsonl"), failures)
     totals = {k: sum(r.model_extra["stats"][k] for r in out)
               for k in ("calls", "prompt_tokens", "completion_tokens", "failed_calls", "ungrounded", "invalid")}
     run = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-           "records": len(out), "totals": totals, "wall_s": round(time.perf_counter() - started, 3)}
+           "records": len(out), "failed": len(failures), "totals": totals,
+           "wall_s": round(time.perf_counter() - started, 3)}
     args.out.with_suffix(".run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    if failures:
+        summary = IncompleteRun(failures, len(labelled), args.out.with_suffix(".failures.jsonl"))
+        print(f"error: {summary.summary('python -m serve.client ' + shlex.join(argv))}", file=sys.stderr)
+        return 1
     print(f"{args.out}: {len(out)} records; {totals}")
     return 0
 

@@ -5,6 +5,7 @@ import pytest
 
 from distill.template import build_messages
 from ie.config import load_config, resolve_config_path
+from ie.failures import IncompleteRun, failure_of
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.llm.types import SamplingParams, TransportError
@@ -59,11 +60,24 @@ async def test_invalid_answer_is_reasked_then_recorded_not_raised():
     assert len(transport.requests) == 6
 
 
-async def test_transport_failure_gives_empty_record():
+async def test_transport_failure_marks_the_record_unfinished_not_empty():
     ex, _ = extractor(lambda req: TransportError("HTTP 400: bad request", retryable=False, status=400))
     (rec,) = await ex.extract_batch(["Some text ."])
     stats = rec.model_extra["stats"]
-    assert rec.entities == [] and stats["failed_calls"] == 1 and stats["error"].startswith("transport: HTTP 400")
+    assert failure_of(rec) == "HTTP 400" and stats["error"] == "HTTP 400: bad request"
+    assert set(stats) == {"failed", "error", "wall_s"}
+
+
+async def test_a_record_past_its_time_budget_is_unfinished():
+    import asyncio
+
+    class Hanging(ScriptedTransport):
+        async def __call__(self, request):
+            await asyncio.sleep(30)
+
+    ex = StudentExtractor(LLMClient([Hanging(lambda r: GOOD)]), SCHEMA, budget_s=0.1)
+    (rec,) = await ex.extract_batch([TEXT])
+    assert failure_of(rec) == "time budget"
 
 
 def _free_port() -> int:
@@ -113,3 +127,57 @@ async def test_record_wall_time_is_service_time_not_queueing():
     recs = await ex.extract_batch([TEXT] * 6)
     walls = [r.model_extra["stats"]["wall_s"] for r in recs]
     assert len(transport.requests) == 6 and max(walls) < 0.15, walls
+
+
+# --- the CLI against a fault-injecting server on 127.0.0.1 ---
+
+from fault_server import FaultServer, Reply, always, closed_port
+
+VALID = Reply(json.dumps({"entities": [{"text": "Dallas", "type": "Loc"}], "relations": []}))
+
+
+def cli_args(tmp_path, url, *extra):
+    write_records(tmp_path / "in.jsonl", [Record(id="s1", text=TEXT), Record(id="s2", text="IBM is in Armonk .")])
+    return ["--endpoint", url, "--model", "m", "--input", str(tmp_path / "in.jsonl"), "--config", "conll04",
+            "--out", str(tmp_path / "out.jsonl"), "--retries", "0", *extra]
+
+
+def test_cli_leaves_failed_records_out_exits_1_and_a_rerun_labels_them(tmp_path, capsys):
+    port = closed_port()
+    args = cli_args(tmp_path, f"http://127.0.0.1:{port}/v1")
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "2 of 2 records failed (2 connection error" in err
+    assert "python -m serve.client --endpoint" in err
+    assert read_records(tmp_path / "out.jsonl") == []
+    failures = [json.loads(x) for x in (tmp_path / "out.failures.jsonl").read_text().splitlines()]
+    assert [f["id"] for f in failures] == ["s1", "s2"]
+    with FaultServer(always(VALID), port=port) as server:
+        assert main(args) == 0
+    assert len(server.requests) == 2 and not (tmp_path / "out.failures.jsonl").exists()
+    assert [r.id for r in read_records(tmp_path / "out.jsonl")] == ["s1", "s2"]
+
+
+def test_cli_redacts_an_echoed_key_and_library_extract_raises(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("STUDENT_KEY", "sk-student-0123456789")
+    with FaultServer(always(Reply(status=401, message="unknown key {key}"))) as server:
+        assert main(cli_args(tmp_path, server.url, "--api-key-env", "STUDENT_KEY")) == 1
+        with pytest.raises(IncompleteRun, match=r"1 of 1 records failed \(1 HTTP 401"):
+            extract("Ann lives in Rome .", endpoint=server.url, model="m", api_key_env="STUDENT_KEY")
+    err = capsys.readouterr().err
+    written = (tmp_path / "out.failures.jsonl").read_text() + (tmp_path / "out.run.json").read_text()
+    assert "unknown key [redacted]" in err and "sk-student" not in err + written
+
+
+def test_cli_read_timeout_flags_and_input_errors(tmp_path, capsys):
+    with FaultServer(always(Reply(hang_s=30))) as server:
+        assert main(cli_args(tmp_path, server.url, "--timeout-first-token-s", "0.2",
+                             "--timeout-tokens-per-s", "10000")) == 1
+    assert "2 read timeout" in capsys.readouterr().err
+    (tmp_path / "empty.txt").write_text("\n")
+    assert main(["--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--input", str(tmp_path / "empty.txt"),
+                 "--config", "conll04", "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert "no records to label" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(cli_args(tmp_path, "http://127.0.0.1:1/v1", "--max-token", "5"))
+    assert "unrecognized arguments: --max-token" in capsys.readouterr().err
