@@ -18,6 +18,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -90,7 +91,7 @@ def files_digest(paths: Sequence[Path]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m serve.bench", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m serve.bench", description=__doc__, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in fields(BenchConfig):
         name, flag, default = f.name, "--" + f.name.replace("_", "-"), f.default
@@ -112,12 +113,18 @@ def load_bench_config(args: dict[str, Any]) -> tuple[BenchConfig, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ie.failures import IncompleteRun
+
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(build_parser().parse_args(argv))
     try:
         cfg, dataset = load_bench_config(args)
         from serve.bench_run import run_bench
 
         out = asyncio.run(run_bench(cfg, dataset))
+    except IncompleteRun as exc:
+        print(f"error: no bench table: {exc.summary('python -m serve.bench ' + shlex.join(argv))}", file=sys.stderr)
+        return 1
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,7 @@
 """Running the bench: teacher methods through `teacher.runner.label_records`, the student through
-`serve.client.StudentExtractor`, each timed on the same records; rows reused unless settings changed."""
+`serve.client.StudentExtractor`, each timed on the same records; rows reused unless settings changed. A method
+with unfinished records (`ie.failures`) gets no row: they are listed in `rows/<method>.failures.jsonl` and the
+bench stops with `IncompleteRun`; a re-run labels only what is missing."""
 from __future__ import annotations
 
 import asyncio
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ie.config import DatasetConfig
+from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.llm.local import ensure_endpoint
 from ie.schema import Record, read_records, write_records
@@ -99,17 +102,24 @@ async def _timed(coro) -> tuple[Any, float]:
 async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Record],
                   label: Callable[..., Awaitable[list[Record]]]) -> tuple[list[Record], float]:
     """(records in input order, wall time): `label(todo, on_record=...)` runs on the records not finished by
-    an earlier, stopped bench (see `PartialRow`), with a progress bar."""
+    an earlier, stopped bench (see `PartialRow`), with a progress bar. Raises `IncompleteRun` when some did
+    not finish: those are kept for the next bench to label, never scored."""
     partial = PartialRow(out, method, cfg.settings_key(method), resume=not cfg.fresh)
     todo = [r for r in records if r.id not in partial.done]
     with _bar(method, len(records)) as bar:
         bar.update(len(records) - len(todo))
 
         def finished(record: Record) -> None:
-            partial.add(record)
+            if failure_of(record) is None:
+                partial.add(record)
             bar.update(1)
 
         new, wall = await _timed(label(todo, on_record=finished))
+    failures = [Failure.of(r) for r in new if failure_of(r) is not None]
+    listed_in = out / "rows" / f"{method}.failures.jsonl"
+    write_failures(listed_in, failures)
+    if failures:
+        raise IncompleteRun(failures, len(records), listed_in)
     by_id = {**partial.done, **{r.id: r for r in new}}
     return [by_id[r.id] for r in records], wall + partial.wall_s([r.id for r in records])
 

@@ -163,6 +163,31 @@ def test_a_stopped_bench_resumes_from_the_records_it_finished(tmp_path, fake_end
     assert json.loads((tmp_path / "rows" / "direct.json").read_text())["wall_s"] == pytest.approx(5.0, abs=0.5)
 
 
+def test_failed_records_are_not_scored_the_bench_exits_1_and_a_rerun_labels_them(tmp_path, fake_endpoints, capsys):
+    from ie.llm.types import TransportError
+
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path), "--methods",
+            "direct,student", "--endpoint", "http://fake/v1", "--model-name", "fake", "--student-endpoint",
+            "http://fake/v1"]
+    fake_endpoints.script = lambda r: TransportError("HTTP 503: down", status=503, retryable=False)
+    assert bench.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "error: no bench table: 2 of 2 records failed (2 HTTP 503" in err and "python -m serve.bench" in err
+    assert "rows/direct.failures.jsonl" in err and not (tmp_path / "bench.json").exists()
+    assert not (tmp_path / "rows" / "direct.json").exists()
+    assert len((tmp_path / "rows" / "direct.partial.jsonl").read_text().splitlines()) == 1  # settings only
+    fake_endpoints.script = _scripted  # the server is back
+    assert bench.main(argv) == 0
+    assert [r["sentences"] for r in json.loads((tmp_path / "bench.json").read_text())["rows"]] == [2, 2]
+    assert not (tmp_path / "rows" / "direct.failures.jsonl").exists()
+
+
+def test_bench_refuses_abbreviated_flags(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--method", "direct"])
+    assert "unrecognized arguments: --method" in capsys.readouterr().err
+
+
 def test_student_needs_an_adapter_or_endpoint(tmp_path, capsys):
     assert bench.main(["--methods", "student", "--out", str(tmp_path)]) == 2
     assert "needs --student-adapter" in capsys.readouterr().err
