@@ -18,7 +18,7 @@ def build_parser():
 
     from student.config import StudentConfig
 
-    return TrlParser(dataclass_types=[StudentConfig], description=__doc__.splitlines()[0])
+    return TrlParser(dataclass_types=[StudentConfig], description=__doc__.splitlines()[0], allow_abbrev=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

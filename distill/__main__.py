@@ -22,7 +22,7 @@ from ie.schema import Record, read_records
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m distill", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m distill", description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--teacher", type=Path, required=True, help="teacher output folder (has predictions.jsonl)")
     p.add_argument("--config", required=True, help="dataset config (path or name, e.g. conll04)")
     p.add_argument("--out", type=Path, required=True, help="output folder")

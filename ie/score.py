@@ -24,7 +24,7 @@ SCORE_OPTIONS = {"re_mode": str, "symmetric": bool, "semeval": bool}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ie.score", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ie.score", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--gold", required=True, help="gold record JSONL")
     parser.add_argument("--pred", required=True, help="predicted record JSONL")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

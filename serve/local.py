@@ -26,7 +26,7 @@ def wait_for_stop_signal() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m serve.local", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m serve.local", description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--model", default=None, help="catalogue name (configs/models.yaml) or .gguf path; "
                                                  "default: the catalogue's default")
     p.add_argument("--adapter", type=Path, action="append", default=[], help="GGUF LoRA adapter; repeatable")

@@ -95,7 +95,7 @@ def build_command(spec: ServeSpec, ranks: dict[str, int]) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m serve.vllm", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m serve.vllm", description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--base", required=True, help="base model: HF id or directory the adapters were trained on")
     p.add_argument("--adapter", action="append", default=[], metavar="NAME=PATH",
                    help="a PEFT LoRA adapter directory served under NAME; repeatable")

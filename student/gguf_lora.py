@@ -123,7 +123,8 @@ def _gguf_tensors(pairs: dict[str, tuple[torch.Tensor, ...]], base_config: Any):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Export a peft LoRA adapter as a llama.cpp GGUF LoRA adapter.")
+    parser = argparse.ArgumentParser(description="Export a peft LoRA adapter as a llama.cpp GGUF LoRA adapter.",
+                                     allow_abbrev=False)
     parser.add_argument("adapter_dir", type=Path, help="directory with adapter_config.json + adapter_model.safetensors")
     parser.add_argument("--out", type=Path, help="output file (default: ADAPTER_DIR/adapter.gguf)")
     parser.add_argument("--base", type=Path, help="base model's HF directory (default: from adapter_config.json)")

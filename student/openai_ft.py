@@ -154,8 +154,8 @@ def make_client(cfg: OpenAIFineTuneConfig) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     from trl import TrlParser
 
-    (cfg,) = TrlParser(dataclass_types=[OpenAIFineTuneConfig], description=__doc__.splitlines()[0]) \
-        .parse_args_and_config(list(sys.argv[1:] if argv is None else argv))
+    parser = TrlParser(dataclass_types=[OpenAIFineTuneConfig], description=__doc__.splitlines()[0], allow_abbrev=False)
+    (cfg,) = parser.parse_args_and_config(list(sys.argv[1:] if argv is None else argv))
     plan = plan_fine_tune(cfg)
     print(json.dumps(plan.as_dict(), indent=2))
     if cfg.dry_run:

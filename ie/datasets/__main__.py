@@ -15,14 +15,15 @@ from ie.schema import RecordFormatError, write_records
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ie.datasets", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ie.datasets", description=__doc__.splitlines()[0],
+                                     allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
-    export = commands.add_parser("export", help="write one split as record JSONL")
+    export = commands.add_parser("export", help="write one split as record JSONL", allow_abbrev=False)
     export.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
     export.add_argument("--split", required=True)
     export.add_argument("--limit", type=int, help="only the first N records (the records `--limit N` runs on)")
     export.add_argument("--out", required=True, help="output .jsonl file")
-    stats = commands.add_parser("stats", help="print counts per split and per type")
+    stats = commands.add_parser("stats", help="print counts per split and per type", allow_abbrev=False)
     stats.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
     stats.add_argument("--split", help="one split (default: every split in the config)")
     return parser

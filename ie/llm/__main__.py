@@ -29,9 +29,10 @@ class CapitalAnswer(BaseModel):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ie.llm", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m ie.llm", description=__doc__.split("\n")[0], allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="send one structured request and print answer, latency and usage")
+    check = sub.add_parser("check", help="send one structured request and print answer, latency and usage",
+                           allow_abbrev=False)
     where = check.add_mutually_exclusive_group()
     where.add_argument("--model", help="catalogue name (configs/models.yaml) or .gguf path for the embedded server")
     where.add_argument("--endpoint", help="base URL of an OpenAI-compatible server (e.g. http://host:8000/v1)")
