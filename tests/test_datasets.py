@@ -138,6 +138,27 @@ def test_plain_text_input(tmp_path):
     assert all(not r.entities for r in records)
 
 
+@pytest.mark.parametrize(("name", "data", "where"), [
+    ("blob.txt", b"a line\n\x89PNG\r\n\x1a\n", ":2: field '<text>': byte 0x89 at column 1"),
+    ("nul.txt", b"a line\nanother\nbad\x00line\n", ":3: field '<text>': byte 0x00 at column 4"),
+    ("blob.jsonl", b'{"id": "a", "text": "x"}\n{"id": "b", "text": "\xff"}\n', ":2: field '<text>': byte 0xff"),
+    ("blob.json", b'[\n  {"tokens": ["\xc3"]}\n]', ":2: field '<text>': byte 0xc3 at column 16"),
+])
+def test_a_binary_input_names_the_file_and_line(tmp_path, name, data, where):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(RecordFormatError, match="not UTF-8 text") as info:
+        load_input(path)
+    assert str(info.value).startswith(f"{path}{where}")
+
+
+def test_repeated_ids_in_a_record_input_are_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "dup.jsonl"
+    path.write_text('{"id": "x", "text": "a"}\n\n{"id": "y", "text": "b"}\n{"id": "x", "text": "c"}\n')
+    with pytest.raises(RecordFormatError, match=r"dup.jsonl:4: field 'id': 'x' repeats the id of line 1"):
+        load_input(path)
+
+
 def test_unknown_extension(tmp_path):
     with pytest.raises(ValueError, match="unknown input extension"):
         load_input(tmp_path / "x.csv")
