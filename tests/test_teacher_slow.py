@@ -152,3 +152,48 @@ def test_crossagentie_as_the_conll04_config_runs_it_on_the_embedded_server(tmp_p
     assert all("error" not in c and c["completion_tokens"] == 1 for c in judged)
     assert all(c["settled_by"] == "summarizer" for c in entity_conflicts)
     assert "error" not in pred.model_extra["stats"]
+
+
+def test_unanswered_calls_leave_records_unfinished_and_a_rerun_labels_them(endpoint, sentences, tmp_path):
+    """Against the real llama.cpp server: a read timeout far below what smollm2 needs leaves both records
+    unfinished (not written, listed with their reason); the same run with the default timeouts labels them."""
+    from dataclasses import replace
+
+    from ie.failures import IncompleteRun
+    from ie.llm.client import Timeouts
+
+    cfg = TeacherConfig(input=str(sentences), method="direct", out=str(tmp_path / "t"), **FAST)
+    hasty = replace(endpoint, timeouts=Timeouts(first_token_s=0.001, min_tokens_per_s=1e6))
+    cache = tmp_path / "t" / "calls.sqlite"
+    with pytest.raises(IncompleteRun, match=r"2 of 2 records failed \(2 read timeout"):
+        run(cfg, LLMClient.from_endpoints([hasty], cache_path=cache, concurrency=2, max_parse_retries=0))
+    assert not (tmp_path / "t" / "predictions.jsonl").exists()
+    failures = [json.loads(x) for x in (tmp_path / "t" / "failures.jsonl").read_text().splitlines()]
+    assert {f["reason"] for f in failures} == {"read timeout"} and len(failures) == 2
+    out = run(cfg, LLMClient.from_endpoints([endpoint], cache_path=cache, concurrency=2, max_parse_retries=0))
+    preds = read_records(out / "predictions.jsonl")
+    assert len(preds) == 2 and all(p.model_extra["stats"]["calls"] >= 1 for p in preds)
+    assert not (out / "failures.jsonl").exists()
+
+
+def test_the_real_servers_context_overflow_is_a_transport_failure(endpoint):
+    """llama.cpp's HTTP 400 for a prompt longer than the context is read as 'context overflow', not re-sent."""
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from ie.llm.types import TransportError
+
+    class Answer(BaseModel):
+        label: str
+
+    async def ask():
+        client = LLMClient.from_endpoints([endpoint], backoff_s=0.0)
+        try:
+            return await client.structured([{"role": "user", "content": "word " * 3000}], Answer)
+        finally:
+            await client.aclose()
+
+    with pytest.raises(TransportError) as info:
+        asyncio.run(ask())
+    assert info.value.reason == "context overflow" and info.value.status == 400 and "after" not in str(info.value)
