@@ -60,7 +60,7 @@ class TeacherConfig:
     timeout_connect_s: float = _opt(Timeouts.connect_s, Timeouts.help("connect_s"))
     timeout_first_token_s: float = _opt(Timeouts.first_token_s, Timeouts.help("first_token_s"))
     timeout_tokens_per_s: float = _opt(Timeouts.min_tokens_per_s, Timeouts.help("min_tokens_per_s"))
-    timeout_record_s: float = _opt(900.0, "seconds one record may take, all its calls together; past it the record "
+    timeout_record_s: float = _opt(1800.0, "seconds one record may take, all its calls together; past it the record "
                                    "fails with reason 'time budget' and is retried by the next run (0 = no budget)")
 
     def __post_init__(self) -> None:

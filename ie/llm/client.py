@@ -54,8 +54,8 @@ class Timeouts:
     """
     connect_s: float = _opt(5.0, "seconds to open a connection to the endpoint")
     first_token_s: float = _opt(60.0, "seconds allowed for queueing and reading the prompt, before any token")
-    min_tokens_per_s: float = _opt(2.0, "slowest generation speed waited for: the read timeout of a call is "
-                                   "the first-token allowance + max_tokens / this")
+    min_tokens_per_s: float = _opt(1.0, "slowest generation speed waited for (a loaded CPU server): a call's "
+                                   "read timeout is the first-token allowance + max_tokens / this")
 
     def __post_init__(self) -> None:
         for f in fields(self):
