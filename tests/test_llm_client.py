@@ -345,3 +345,10 @@ def test_an_invalid_answer_left_in_an_old_cache_is_not_replayed(tmp_path):
     db.commit()
     [c] = run(LLMClient([t], cache=CallCache(tmp_path / "c.sqlite")).structured(ASK, Answer))
     assert c.ok and not c.cached and len(t.requests) == 2
+
+
+def test_check_command_reports_an_unanswered_call_in_one_line(capsys):
+    from ie.llm.__main__ import main as llm_main
+
+    assert llm_main(["check", "--endpoint", f"http://127.0.0.1:{closed_port()}/v1", "--model-name", "m"]) == 1
+    assert "error: no answer (connection error)" in capsys.readouterr().err
