@@ -352,3 +352,21 @@ def test_check_command_reports_an_unanswered_call_in_one_line(capsys):
 
     assert llm_main(["check", "--endpoint", f"http://127.0.0.1:{closed_port()}/v1", "--model-name", "m"]) == 1
     assert "error: no answer (connection error)" in capsys.readouterr().err
+
+
+def test_a_connect_timeout_is_retryable_a_read_timeout_is_not():
+    import openai
+
+    from ie.llm.client import OpenAITransport
+
+    try:
+        import httpx2 as hx  # the SDK's HTTP client in its newer versions
+    except ImportError:
+        import httpx as hx
+    transport = OpenAITransport(Endpoint(url="http://127.0.0.1:9/v1", model="m"))
+    for cause, reason, retryable in ((hx.ConnectTimeout("c"), "connect timeout", True),
+                                     (hx.ReadTimeout("r"), "read timeout", False)):
+        exc = openai.APITimeoutError(request=hx.Request("POST", "http://127.0.0.1:9/v1"))
+        exc.__cause__ = cause
+        err = transport._error(exc, 12.0)
+        assert (err.reason, err.retryable) == (reason, retryable)
