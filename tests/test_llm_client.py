@@ -322,7 +322,7 @@ def test_read_timeout_follows_max_tokens_and_is_not_re_sent():
         with pytest.raises(TransportError, match="no answer within 0.5 s") as info:
             ask(sdk_client(server.url, timeouts=fast, max_retries=3), params=SamplingParams(max_tokens=20))
         waited = time.perf_counter() - started
-    assert info.value.reason == "read timeout" and len(server.requests) == 1 and waited < 3
+    assert info.value.reason == "read timeout" and len(server.requests) == 1 and waited < 10  # the hang: 30 s
 
 
 def test_invalid_answers_are_not_cached_so_a_fixed_server_is_asked_again(tmp_path):
