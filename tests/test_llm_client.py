@@ -70,15 +70,13 @@ def test_no_backoff_sleep_after_the_last_try():
     import time
 
     t = ScriptedTransport(lambda r: TransportError("HTTP 503", retryable=True, status=503))
-    started = time.perf_counter()
     with pytest.raises(TransportError, match=r"HTTP 503 \(after 2 tries\)"):
-        run(LLMClient([t], max_retries=1, backoff_s=0.2).structured([{"role": "user", "content": "q"}], Answer))
-    # one sleep of 0.1-0.3 s between the two tries; none after the second
-    assert len(t.requests) == 2 and time.perf_counter() - started < 0.5
+        run(LLMClient([t], max_retries=1, backoff_s=0.0).structured([{"role": "user", "content": "q"}], Answer))
+    assert len(t.requests) == 2
     started = time.perf_counter()
-    with pytest.raises(TransportError):
+    with pytest.raises(TransportError):  # the only try is the last: no 2.5-7.5 s sleep after it
         run(LLMClient([t], max_retries=0, backoff_s=5.0).structured([{"role": "user", "content": "q"}], Answer))
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 2.0
 
 
 def test_samples_use_distinct_seeds():
