@@ -34,6 +34,8 @@ class TeacherConfig:
     api_key_env: str | None = _opt(None, "NAME of the env var holding the endpoint's API key")
     structured_output: str = _opt("json_schema", "how --endpoint is asked for JSON: json_schema (response_format; "
                                   "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
+    context_tokens: int | None = _opt(None, "context tokens of one request where the server reports none "
+                                      "(llama.cpp's /props does; this may narrow it): longer texts go in windows")
     concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
     max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
     summarizer: str = _opt("generate", "how open entity conflicts are decided: generate (a written verdict from "
@@ -73,6 +75,8 @@ class TeacherConfig:
         for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
+        if self.context_tokens is not None and self.context_tokens < 1:
+            raise ConfigError(f"teacher.context_tokens: must be at least 1, got {self.context_tokens}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"teacher.limit: must be at least 1, got {self.limit}")
         for name in ("extract_temperature", "debate_temperature", "sc_temperature"):
