@@ -34,15 +34,23 @@ _PIECE = re.compile(r"[^\W\d_]+|\d+|\n|[ \t]{2,}|[^\w\s]")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 
 
+def _letters(run: str) -> int:
+    if len(run) > 1 and run.isupper():
+        return len(run)  # capitals split into short pieces: "IZVESTIYA" is 7 tokens for smollm2
+    wide = sum(len(c.encode("utf-8")) - 1 for c in run if ord(c) > 127)  # 2-byte letters 1, CJK 2
+    return math.ceil(sum(ord(c) < 128 for c in run) / 3) + wide
+
+
 def estimate_tokens(text: str) -> int:
-    """An upper estimate of `text`'s token count: a run of letters 1 per 3 UTF-8 bytes, a number 1 per digit
-    plus 1, every punctuation mark, newline and run of spaces 1."""
+    """An upper estimate of `text`'s token count: ASCII letters 1 per 3 (all capitals 1 each), other letters 1
+    per UTF-8 byte beyond the first, a number 1 per digit plus 1, every punctuation mark, newline and run of
+    spaces 1. On CoNLL04 train sentences it is never below smollm2's count and about 1.6x it in all."""
     total = 0
     for piece in _PIECE.findall(text):
         if piece[0].isdigit():
             total += len(piece) + 1
         elif piece[0].isalpha():
-            total += math.ceil(len(piece.encode("utf-8")) / 3)
+            total += _letters(piece)
         else:
             total += 1
     return total
@@ -126,13 +134,15 @@ def _next_first(units: list[_Unit], first: int, cut: int, overlap: int) -> int:
     return back
 
 
-def split_windows(record: Record, budget: int, overlap: int | None = None) -> list[Window]:
-    """`record`'s text in windows of at most `budget` estimated tokens, overlapping by `overlap` (default a fifth
-    of the budget); one window holding the whole record when it fits. Window records carry no labels; `tokens`
-    are passed on when the record's tokens are its words."""
+def split_windows(record: Record, budget: int, size: int | None = None, overlap: int | None = None
+                  ) -> list[Window]:
+    """One window holding the whole record when its text fits `budget` estimated tokens, else windows of at most
+    `size` (default and at most `budget`) overlapping by `overlap` (default a fifth of the size). Window records
+    carry no labels; `tokens` are passed on when the record's tokens are its words."""
     text = record.text
     if estimate_tokens(text) <= budget:
         return [Window(0, len(text), record.unlabelled())]
+    budget = min(budget, size or budget)
     overlap = budget // 5 if overlap is None else overlap
     tokens = (record.model_extra or {}).get("tokens")
     spaced = bool(tokens) and " ".join(tokens) == text
@@ -218,11 +228,13 @@ def merge_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def label_in_windows(record: Record, budget: int, label: Callable[[Record], Awaitable[Record]]) -> Record:
-    """`label(record)` when the text fits `budget`; else `label` on each window and the results merged. The
+async def label_in_windows(record: Record, budget: int, label: Callable[[Record], Awaitable[Record]],
+                           size: int | None = None) -> Record:
+    """`label(record)` when the text fits `budget`; else `label` on each window (of at most `size` estimated
+    tokens, see `split_windows`) and the results merged. The
     merged record's `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's
     `start`, `end` and its other extras (e.g. the teacher's `debate` transcript and `confidence`)."""
-    windows = split_windows(record, budget)
+    windows = split_windows(record, budget, size)
     if len(windows) == 1:
         return await label(record)
     parts = await asyncio.gather(*(label(w.record) for w in windows))

@@ -10,6 +10,10 @@ The prompt is the distill template (`distill.template.build_messages`), the answ
 `response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds a
 joint answer (`distill.template.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
+A text longer than the endpoint's context leaves room for is labelled in windows of half the answer length
+(`--max-tokens`: an answer lists what its window holds) and merged (`ie.windows`: relations across windows are
+dropped); such a record also has `windows` (each window's `start`, `end`) and
+`stats.windows`.
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
   `wall_s`, and `error` when the answer never validated (the labels are then what could be salvaged from the
   raw answer, often none).
@@ -29,6 +33,8 @@ from ie.config import TaskSchema, load_config, resolve_config_path
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient
 from ie.llm.types import SamplingParams
 from ie.schema import Record, write_records
+from ie.windows import label_in_windows
+from serve.windows import student_budget
 from teacher.mentions import MentionRules
 
 # 384: the student's longest complete answer on the first 50 CoNLL04 dev sentences was 263 tokens; 8 of 50 ran
@@ -40,8 +46,9 @@ class StudentExtractor:
     """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
 
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
-                 rules: MentionRules | None = None, concurrency: int = 8):
+                 rules: MentionRules | None = None, concurrency: int = 8, context_tokens: int | None = None):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
+        self.context_tokens = context_tokens  # used where the server reports no context (see ie.windows)
         self._answer_model = answer_model(schema)
         self.concurrency = concurrency
 
@@ -67,10 +74,11 @@ class StudentExtractor:
         records are in flight, so a record's `wall_s` is its own service time, not its wait in the queue."""
         records = [Record(id=str(i), text=x) if isinstance(x, str) else x for i, x in enumerate(items)]
         gate = asyncio.Semaphore(self.concurrency)
+        budget = await student_budget(self.client, self.schema, self.params.max_tokens, self.context_tokens)
 
         async def one(record: Record) -> Record:
             async with gate:
-                out = await self.extract_record(record)
+                out = await label_in_windows(record, budget, self.extract_record, self.params.max_tokens // 2)
             if on_record is not None:
                 on_record(out)
             return out
@@ -81,12 +89,14 @@ class StudentExtractor:
 async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str, schema: TaskSchema, *,
                         rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
-                        max_reasks: int = 2, structured_output: str = "json_schema") -> list[Record]:
+                        max_reasks: int = 2, structured_output: str = "json_schema",
+                        context_tokens: int | None = None) -> list[Record]:
     ep = Endpoint(endpoint, model, api_key_env, structured_output=structured_output)
     client = LLMClient.from_endpoints([ep], cache_path=cache_path,
                                       concurrency=concurrency, max_parse_retries=max_reasks)
     try:
-        return await StudentExtractor(client, schema, params, rules, concurrency).extract_batch(texts)
+        extractor = StudentExtractor(client, schema, params, rules, concurrency, context_tokens)
+        return await extractor.extract_batch(texts)
     finally:
         await client.aclose()
 
@@ -114,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file")
     p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the API key")
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
+    p.add_argument("--context-tokens", type=int, default=None, help="context tokens of one request where the "
+                   "server reports none (llama.cpp's /props does; this may narrow it): longer texts go in windows")
     p.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="json_schema",
                    help="json_schema (response_format: vLLM, OpenAI) or llguidance (llama.cpp: compact JSON)")
     return p
@@ -121,8 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.concurrency < 1 or args.max_tokens < 1 or args.max_reasks < 0:
-        raise SystemExit("--concurrency and --max-tokens must be >= 1, --max-reasks >= 0")
+    if args.concurrency < 1 or args.max_tokens < 1 or args.max_reasks < 0 or (args.context_tokens or 1) < 1:
+        raise SystemExit("--concurrency, --max-tokens and --context-tokens must be >= 1, --max-reasks >= 0")
     from ie.datasets import load_input
 
     dataset = load_config(resolve_config_path(args.config))
@@ -132,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = asyncio.run(extract_async(
         records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
         api_key_env=args.api_key_env, concurrency=args.concurrency, cache_path=args.cache, params=params,
-        max_reasks=args.max_reasks, structured_output=args.structured_output))
+        max_reasks=args.max_reasks, structured_output=args.structured_output, context_tokens=args.context_tokens))
     write_records(args.out, out)
     totals = {k: sum(r.model_extra["stats"][k] for r in out)
               for k in ("calls", "prompt_tokens", "completion_tokens", "failed_calls", "ungrounded", "invalid")}

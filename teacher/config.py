@@ -36,6 +36,8 @@ class TeacherConfig:
                                   "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
     context_tokens: int | None = _opt(None, "context tokens of one request where the server reports none "
                                       "(llama.cpp's /props does; this may narrow it): longer texts go in windows")
+    window_tokens: int = _opt(128, "estimated tokens of text in one window of a text too long for the context "
+                              "(fewer if the context leaves fewer): an answer holds at most 10 items")
     concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
     max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
     summarizer: str = _opt("generate", "how open entity conflicts are decided: generate (a written verdict from "
@@ -69,7 +71,7 @@ class TeacherConfig:
             raise ConfigError(f"teacher.structured_output: one of {STRUCTURED_OUTPUTS}, got {self.structured_output!r}")
         if self.endpoint and self.model:
             raise ConfigError("teacher.model: --model starts the embedded server; drop it when using --endpoint")
-        for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):
+        for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words", "window_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
         for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries"):

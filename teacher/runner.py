@@ -59,7 +59,8 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
 
     async def one(record: Record) -> Record:
         async with gate:
-            out = await label_long(record, budget, method, lambda r: label_one(r, method, schema, client, cfg))
+            out = await label_long(record, budget, cfg.window_tokens, method,
+                                   lambda r: label_one(r, method, schema, client, cfg))
         if on_record is not None:
             on_record(out)
         return out

@@ -53,12 +53,13 @@ def _joined(windows: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return debate
 
 
-async def label_long(record: Record, budget: int, method: str,
+async def label_long(record: Record, budget: int, size: int, method: str,
                      label_one: Callable[[Record], Awaitable[Record]]) -> Record:
-    """`label_one(record)`, or when the text exceeds `budget` its windows labelled and merged: one `debate`
+    """`label_one(record)`, or when the text exceeds `budget` its windows (of at most `size` estimated tokens)
+    labelled and merged: one `debate`
     (every call tagged with its `window`; `debate.windows` holds the offsets), summed `stats`, and the record
     `confidence` recomputed over the merged items."""
-    out = await label_in_windows(record, budget, label_one)
+    out = await label_in_windows(record, budget, label_one, size)
     extras = dict(out.model_extra or {})
     if "windows" not in extras:
         return out

@@ -47,6 +47,14 @@ def test_windows_fit_the_budget_overlap_and_end_at_sentences():
     assert [w.record.id for w in windows[:2]] == ["doc#w0", "doc#w1"]
 
 
+def test_a_text_that_fits_the_budget_stays_whole_and_a_longer_one_is_cut_to_the_window_size():
+    budget = estimate_tokens(LONG.text)
+    assert len(split_windows(LONG, budget, size=40)) == 1
+    windows = split_windows(LONG, budget - 1, size=40)
+    covered(windows, len(LONG.text))
+    assert all(estimate_tokens(w.record.text) <= 40 for w in windows)
+
+
 def test_a_text_with_no_sentence_boundaries_is_cut_between_words_and_a_huge_word_between_characters():
     words = Record(id="w", text=" ".join(f"word{i}" for i in range(600)))
     windows = split_windows(words, 50)
