@@ -8,8 +8,8 @@ Windows end at a sentence end where one lies in the second half of the window, e
 no space in a budget's length is cut between characters). Consecutive windows overlap by about a fifth of the
 budget, so a mention on a boundary is seen whole in one of them. Merging (`merge_windows`):
 - offsets are shifted back into the full text;
-- a mention touching an inner window edge may be cut off there and is dropped (the overlap shows it whole to
-  the neighbouring window);
+- a mention touching a window edge inside the overlap with the next (or previous) window may be cut off there
+  and is dropped: the overlap shows it whole to that neighbour;
 - the same span and type found by two windows is kept once (the higher confidence);
 - mentions of two windows whose spans overlap but differ (in extent or type) are a conflict: the one lying
   farther from its window's edges (more context on both sides) is kept, the earlier window on a tie;
@@ -140,7 +140,7 @@ def split_windows(record: Record, budget: int, size: int | None = None, overlap:
     `size` (default and at most `budget`) overlapping by `overlap` (default a fifth of the size). Window records
     carry no labels; `tokens` are passed on when the record's tokens are its words."""
     text = record.text
-    if estimate_tokens(text) <= budget:
+    if estimate_tokens(text) <= budget or not text.strip():
         return [Window(0, len(text), record.unlabelled())]
     budget = min(budget, size or budget)
     overlap = budget // 5 if overlap is None else overlap
@@ -165,14 +165,17 @@ class _Found:
     margin: int  # characters between the mention and the nearer edge of its window
 
 
-def _shifted(windows: Sequence[Window], labelled: Sequence[Record], length: int) -> list[list[_Found | None]]:
-    """Each window's entities in full-text offsets; None for one touching an inner window edge."""
+def _shifted(windows: Sequence[Window], labelled: Sequence[Record]) -> list[list[_Found | None]]:
+    """Each window's entities in full-text offsets; None for one touching a window edge that a neighbouring
+    window overlaps (the neighbour sees what lies across the edge)."""
     out = []
     for w, (window, rec) in enumerate(zip(windows, labelled, strict=True)):
+        shared_start = w > 0 and windows[w - 1].end > window.start
+        shared_end = w + 1 < len(windows) and windows[w + 1].start < window.end
         found: list[_Found | None] = []
         for e in rec.entities:
             start, end = e.start + window.start, e.end + window.start
-            cut = (start == window.start and window.start > 0) or (end == window.end and window.end < length)
+            cut = (start == window.start and shared_start) or (end == window.end and shared_end)
             moved = e.model_copy(update={"start": start, "end": end})
             found.append(None if cut else _Found(moved, w, min(start - window.start, window.end - end)))
         out.append(found)
@@ -189,7 +192,7 @@ def _better(a: Entity, b: Entity) -> Entity:
 
 def merge_windows(record: Record, windows: Sequence[Window], labelled: Sequence[Record]) -> Record:
     """One record from the labelled windows of `record` (rules in the module docstring); entities in text order."""
-    found = _shifted(windows, labelled, len(record.text))
+    found = _shifted(windows, labelled)
     candidates = sorted((f for per in found for f in per if f is not None), key=lambda f: (-f.margin, f.window))
     kept: dict[tuple[int, int, str], _Found] = {}
     for f in candidates:

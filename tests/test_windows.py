@@ -120,6 +120,15 @@ def test_a_mention_cut_by_a_window_edge_is_dropped_and_conflicts_go_to_the_menti
     assert [(e.text, e.type) for e in out.entities] == [("Paris", "Loc"), ("Lind", "Peop")]
 
 
+def test_a_mention_on_an_edge_without_overlap_is_kept_and_blank_text_is_one_window():
+    text = "Oslo Rome"
+    windows = [Window(0, 4, Record(id="t#w0", text="Oslo")), Window(5, 9, Record(id="t#w1", text="Rome"))]
+    parts = [labelled(w, [Entity(start=0, end=4, type="Loc", text=w.record.text)]) for w in windows]
+    out = merge_windows(Record(id="t", text=text), windows, parts)
+    assert [e.text for e in out.entities] == ["Oslo", "Rome"]
+    assert len(split_windows(Record(id="n", text="\n" * 500), 50)) == 1
+
+
 def test_a_relation_whose_argument_lost_a_conflict_is_dropped():
     rec, w0, w1 = two_windows()
     a = labelled(w0, [ent("Otto Lind", rec.text, "Peop", w0), ent("Paris", rec.text, "Org", w0)],
