@@ -10,13 +10,12 @@ The prompt is the distill template (`distill.template.build_messages`), the answ
 `response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds a
 joint answer (`distill.template.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
-A text longer than the endpoint's context leaves room for is labelled in windows of half the answer length
-(`--max-tokens`: an answer lists what its window holds) and merged (`ie.windows`: relations across windows are
-dropped); such a record also has `windows` (each window's `start`, `end`) and
-`stats.windows`.
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
   `wall_s`, and `error` when the answer never validated (the labels are then what could be salvaged from the
   raw answer, often none).
+A text longer than the endpoint's context leaves room for is labelled in windows of half the answer length
+(`--max-tokens`: an answer lists what its window holds) and merged (`ie.windows`: relations across windows are
+dropped); such a record also has `windows` (each window's `start`, `end`) and `stats.windows`.
 """
 from __future__ import annotations
 
