@@ -168,18 +168,18 @@ def test_a_text_longer_than_the_embedded_servers_context_is_labelled_by_smollm2(
     from ie.llm.local import LocalServer
 
     dev = load_split(load_config(resolve_config_path("conll04")), "dev")
-    text = " ".join(r.text for r in dev[:40])
+    text = " ".join(r.text for r in dev[:32])
     write_records(tmp_path / "in.jsonl", [Record(id="doc", text=text)])
     cfg = TeacherConfig(input=str(tmp_path / "in.jsonl"), method="direct", out=str(tmp_path / "out"),
-                        progress=False, max_tokens=64, parse_retries=0, window_tokens=400)
-    with LocalServer("smollm2-135m", n_parallel=1, n_ctx=1024) as server:
+                        progress=False, max_tokens=48, parse_retries=0, window_tokens=400, concurrency=2)
+    with LocalServer("smollm2-135m", n_parallel=2, n_ctx=1024) as server:
         tokens = httpx.post(f"{server.url}/tokenize", json={"content": text}).json()["tokens"]
         assert len(tokens) > 1024  # the text alone overflows the context
-        run(cfg, LLMClient.from_endpoints([server.endpoint()], max_parse_retries=0))
+        run(cfg, LLMClient.from_endpoints([server.endpoint()], concurrency=2, max_parse_retries=0))
     (pred,) = read_records(tmp_path / "out" / "predictions.jsonl")
     stats, debate = pred.model_extra["stats"], pred.model_extra["debate"]
     assert stats["windows"] == len(debate["windows"]) > 2 and stats["failed_calls"] == 0
     assert all("error" not in c for c in debate["calls"]) and stats["calls"] == stats["windows"]
-    assert pred.entities  # the tiny model finds some names in 40 sentences
+    assert pred.entities  # the tiny model finds some names in 32 sentences
     for e in pred.entities:
         assert text[e.start:e.end] == e.text
