@@ -4,9 +4,13 @@
                        [--config conll04] [--symmetric] [--baseline other.jsonl [--resamples 2000] [--seed 0]]
 
 `--config` lists every schema type and supplies defaults from the config's `score:` section
-(`re_mode`, `symmetric`, `semeval`); flags override them. Prediction ids not in gold are ignored with a warning.
+(`re_mode`, `symmetric`, `semeval`); flags override them. Records pair by id; files that do not belong together
+are refused (exit 1, naming the first offending id): a prediction whose text differs from its gold record's, or
+no prediction id in gold at all. Gold records with no prediction (scored as empty) and prediction ids not in
+gold (ignored) are reported, counts and first ids, in the output (`match` in JSON) and on stderr.
 `--baseline` adds a paired bootstrap of `--pred` minus the baseline's micro F1 (NER and RE) over the gold records:
-the difference, its 95 % interval and the share of resamples where `--pred` does not beat the baseline.
+the difference, its 95 % interval and the share of resamples where `--pred` does not beat the baseline. The
+baseline must hold exactly the records (ids and texts) of `--pred`.
 """
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ from typing import Any
 
 from ie.bootstrap import compare_systems
 from ie.config import ConfigError, DatasetConfig, load_config, resolve_config_path
-from ie.schema import read_records
-from ie.scoring import RE_MODES, evaluate
+from ie.schema import Record, read_records
+from ie.scoring import RE_MODES, RecordMatch, check_same_texts, evaluate, match_records
 
 SCORE_OPTIONS = {"re_mode": str, "symmetric": bool, "semeval": bool}
 
@@ -50,7 +54,8 @@ def score_options(config: DatasetConfig | None) -> dict[str, Any]:
 
 def format_table(result: dict[str, Any]) -> str:
     """The result as a plain-text table, scores ×100."""
-    lines = [f"records: {result['records']}", f"{'':24} {'P':>6} {'R':>6} {'F1':>6} {'tp':>6} {'fp':>6} {'fn':>6}"]
+    lines = [f"records: {result['records']}", *_match_lines(result["match"]),
+             f"{'':24} {'P':>6} {'R':>6} {'F1':>6} {'tp':>6} {'fp':>6} {'fn':>6}"]
     for task, title in (("ner", "NER (strict)"), ("re", f"RE ({result['re']['mode']})")):
         lines.append(title)
         for name, c in [("micro", result[task]["micro"]), *result[task]["per_type"].items()]:
@@ -68,28 +73,59 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _match_lines(match: dict[str, Any]) -> list[str]:
+    return [f"{what}: {match[key]['count']} (first: {', '.join(match[key]['first'])})"
+            for key, what in (("missing", "gold records with no prediction (scored as empty)"),
+                              ("extra", "prediction ids not in gold (ignored)")) if match[key]["count"]]
+
+
+def check_match(match: RecordMatch, pred: list[Record], gold_path: str, pred_path: str) -> None:
+    """ValueError when no prediction pairs with a gold record: an empty or a foreign predictions file."""
+    if match.matched == 0:
+        first = f"its first id {pred[0].id!r} is not" if pred else "it holds no record, so none is"
+        raise ValueError(f"{pred_path}: no prediction matches a record of {gold_path} ({first} among the gold "
+                         "ids); score predictions made for this gold file")
+
+
+def check_baseline(pred: list[Record], base: list[Record], pred_path: str, base_path: str) -> None:
+    """ValueError naming the first id that `--pred` and `--baseline` do not share, or whose texts differ: the
+    bootstrap compares two systems on the same records."""
+    by_id = {b.id: b for b in base}
+    pred_ids = {p.id for p in pred}
+    only = [(p.id, pred_path, base_path) for p in pred if p.id not in by_id]
+    only += [(b.id, base_path, pred_path) for b in base if b.id not in pred_ids]
+    if only:
+        rid, has, lacks = only[0]
+        raise ValueError(f"--baseline: record {rid!r} is in {has} but not in {lacks} ({len(only)} ids differ); "
+                         "compare systems on the same records")
+    check_same_texts(((by_id[p.id], p) for p in pred), f"baseline ({base_path})", f"prediction ({pred_path})")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = load_config(resolve_config_path(args.config)) if args.config else None
         options = score_options(config)
         gold, pred = read_records(args.gold), read_records(args.pred)
+        match = match_records(gold, pred)
+        check_match(match, pred, args.gold, args.pred)
         schema = config.task_schema if config else None
         re_mode = args.re_mode or options.get("re_mode", "strict")
         symmetric = args.symmetric if args.symmetric is not None else options.get("symmetric", False)
         result = evaluate(gold, pred, schema=schema, re_mode=re_mode, symmetric=symmetric,
                           semeval=options.get("semeval", False))
+        result["match"] = match.as_dict()
         if args.baseline:
-            difference = compare_systems(gold, read_records(args.baseline), pred, schema, re_mode, symmetric,
-                                         args.resamples, args.seed)
+            base = read_records(args.baseline)
+            check_baseline(pred, base, args.pred, args.baseline)
+            difference = compare_systems(gold, base, pred, schema, re_mode, symmetric, args.resamples, args.seed)
             result["baseline"] = {"path": args.baseline,
                                   "difference": {task: d.as_dict() for task, d in difference.items()}}
     except (ValueError, OSError) as exc:  # ConfigError and RecordFormatError are ValueErrors
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if result["unmatched_predictions"]:
-        print(f"warning: {result['unmatched_predictions']} prediction ids are not in {args.gold}; ignored",
-              file=sys.stderr)
+    for line in _match_lines(result["match"]):
+        print(f"warning: {line}", file=sys.stderr)
     print(json.dumps(result, indent=2) if args.json else format_table(result))
     return 0
 

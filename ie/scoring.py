@@ -4,7 +4,8 @@ Matching rules (all of `evaluate`):
 - Records are paired by `id`. A gold record with no prediction scores as an empty prediction (all its
   entities and relations are false negatives). A prediction whose id is not in gold is ignored and counted
   in `unmatched_predictions`; the caller decides whether to warn. An id repeated within gold or within the
-  predictions raises ValueError: which of two answers to score would be a guess.
+  predictions raises ValueError: which of two answers to score would be a guess, and so does a prediction
+  whose text differs from its gold record's (its offsets point into another text: the files do not match).
 - Set semantics: within a record, entities and relations are compared as sets of keys, so an entity or
   relation predicted twice counts once (one true or one false positive), and so does a gold duplicate.
 - NER is strict: an entity is correct when its [start, end) character span and its type equal a gold one.
@@ -100,7 +101,37 @@ def pair_records(gold: list[Record], pred: list[Record]) -> tuple[list[RecordPai
     _check_unique(pred, "predictions")
     by_id = {p.id: p for p in pred}
     gold_ids = {g.id for g in gold}
-    return [(g, by_id.get(g.id)) for g in gold], [p.id for p in pred if p.id not in gold_ids]
+    pairs = [(g, by_id.get(g.id)) for g in gold]
+    check_same_texts(pairs, "gold", "prediction")
+    return pairs, [p.id for p in pred if p.id not in gold_ids]
+
+
+def check_same_texts(pairs: Iterable[tuple[Record, Record | None]], a: str, b: str) -> None:
+    """ValueError naming the first id whose two records (`a`'s, `b`'s) hold different texts."""
+    for x, y in pairs:
+        if y is not None and x.text != y.text:
+            raise ValueError(f"record {x.id!r}: the {b}'s text differs from the {a}'s ({y.text[:40]!r} against "
+                             f"{x.text[:40]!r}): the files do not belong together")
+
+
+@dataclass(frozen=True)
+class RecordMatch:
+    """How two record files pair up by id: `missing`, ids of the first with no record in the second; `extra`,
+    ids of the second not in the first (both in file order)."""
+    matched: int
+    missing: list[str]
+    extra: list[str]
+
+    def as_dict(self, first: int = 5) -> dict[str, Any]:
+        return {"matched": self.matched,
+                "missing": {"count": len(self.missing), "first": self.missing[:first]},
+                "extra": {"count": len(self.extra), "first": self.extra[:first]}}
+
+
+def match_records(gold: list[Record], pred: list[Record]) -> RecordMatch:
+    """The pairing of `pred` with `gold` by id, after `pair_records`' checks (unique ids, same texts)."""
+    pairs, extra = pair_records(gold, pred)
+    return RecordMatch(sum(p is not None for _, p in pairs), [g.id for g, p in pairs if p is None], extra)
 
 
 def _check_unique(records: list[Record], side: str) -> None:

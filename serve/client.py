@@ -17,6 +17,9 @@ A record whose call got no answer (refused, 401, 5xx, timeout, context overflow)
 budget is unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
 `extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
 and exits 1; a re-run labels it (with --cache, the finished records' calls are not repeated).
+A text longer than the endpoint's context leaves room for is labelled in windows of half the answer length
+(`--max-tokens`: an answer lists what its window holds) and merged (`ie.windows`: relations across windows are
+dropped); such a record also has `windows` (each window's `start`, `end`) and `stats.windows`.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
 from ie.schema import Record, write_records
+from ie.windows import label_in_windows
+from serve.windows import student_budget
 from teacher.mentions import MentionRules
 
 # 384: the student's longest complete answer on the first 50 CoNLL04 dev sentences was 263 tokens; 8 of 50 ran
@@ -46,8 +51,10 @@ class StudentExtractor:
     """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
 
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
-                 rules: MentionRules | None = None, concurrency: int = 8, budget_s: float | None = None):
+                 rules: MentionRules | None = None, concurrency: int = 8, budget_s: float | None = None,
+                 context_tokens: int | None = None):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
+        self.context_tokens = context_tokens  # used where the server reports no context (see ie.windows)
         self._answer_model = answer_model(schema)
         self.concurrency = concurrency
         self.budget_s = budget_s  # seconds a record may take, re-asks included (None: no budget)
@@ -79,10 +86,11 @@ class StudentExtractor:
         records are in flight, so a record's `wall_s` is its own service time, not its wait in the queue."""
         records = [Record(id=str(i), text=x) if isinstance(x, str) else x for i, x in enumerate(items)]
         gate = asyncio.Semaphore(self.concurrency)
+        budget = await student_budget(self.client, self.schema, self.params.max_tokens, self.context_tokens)
 
         async def one(record: Record) -> Record:
             async with gate:
-                out = await self.extract_record(record)
+                out = await label_in_windows(record, budget, self.extract_record, self.params.max_tokens // 2)
             if on_record is not None:
                 on_record(out)
             return out
@@ -94,13 +102,15 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
                         rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
                         max_reasks: int = 2, structured_output: str = "json_schema", timeouts: Timeouts = Timeouts(),
-                        budget_s: float | None = None, retries: int = 4) -> list[Record]:
+                        budget_s: float | None = None, retries: int = 4,
+                        context_tokens: int | None = None) -> list[Record]:
     """The records, unfinished ones included (marked `stats.failed`)."""
     ep = Endpoint(endpoint, model, api_key_env, timeouts=timeouts, structured_output=structured_output)
     client = LLMClient.from_endpoints([ep], cache_path=cache_path, concurrency=concurrency,
                                       max_parse_retries=max_reasks, max_retries=retries)
     try:
-        return await StudentExtractor(client, schema, params, rules, concurrency, budget_s).extract_batch(texts)
+        extractor = StudentExtractor(client, schema, params, rules, concurrency, budget_s, context_tokens)
+        return await extractor.extract_batch(texts)
     finally:
         await client.aclose()
 
@@ -132,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file")
     p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the API key")
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
+    p.add_argument("--context-tokens", type=int, default=None, help="context tokens of one request where the "
+                   "server reports none (llama.cpp's /props does; this may narrow it): longer texts go in windows")
     p.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="json_schema",
                    help="json_schema (response_format: vLLM, OpenAI) or llguidance (llama.cpp: compact JSON)")
     p.add_argument("--retries", type=int, default=4, help="re-sends of a call refused or answered 429/5xx")
@@ -146,8 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    if args.concurrency < 1 or args.max_tokens < 1 or args.max_reasks < 0 or args.retries < 0:
-        raise SystemExit("--concurrency and --max-tokens must be >= 1, --max-reasks and --retries >= 0")
+    if (args.concurrency < 1 or args.max_tokens < 1 or (args.context_tokens or 1) < 1 or args.max_reasks < 0
+            or args.retries < 0):
+        raise SystemExit("--concurrency, --max-tokens and --context-tokens must be >= 1, --max-reasks and "
+                         "--retries >= 0")
     from ie.datasets import load_input
 
     try:
@@ -165,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
         api_key_env=args.api_key_env, concurrency=args.concurrency, cache_path=args.cache, params=params,
         max_reasks=args.max_reasks, structured_output=args.structured_output, timeouts=timeouts,
-        budget_s=args.timeout_record_s, retries=args.retries))
+        budget_s=args.timeout_record_s, retries=args.retries, context_tokens=args.context_tokens))
     out = [r for r in labelled if failure_of(r) is None]
     failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
     write_records(args.out, out)

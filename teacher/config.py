@@ -34,6 +34,10 @@ class TeacherConfig:
     api_key_env: str | None = _opt(None, "NAME of the env var holding the endpoint's API key")
     structured_output: str = _opt("json_schema", "how --endpoint is asked for JSON: json_schema (response_format; "
                                   "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
+    context_tokens: int | None = _opt(None, "context tokens of one request where the server reports none "
+                                      "(llama.cpp's /props does; this may narrow it): longer texts go in windows")
+    window_tokens: int = _opt(128, "estimated tokens of text in one window of a text too long for the context "
+                              "(fewer if the context leaves fewer): an answer holds at most 10 items")
     concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
     max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
     summarizer: str = _opt("generate", "how open entity conflicts are decided: generate (a written verdict from "
@@ -76,12 +80,14 @@ class TeacherConfig:
             raise ConfigError(f"teacher.structured_output: one of {STRUCTURED_OUTPUTS}, got {self.structured_output!r}")
         if self.endpoint and self.model:
             raise ConfigError("teacher.model: --model starts the embedded server; drop it when using --endpoint")
-        for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words"):
+        for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words", "window_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
         for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries", "retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
+        if self.context_tokens is not None and self.context_tokens < 1:
+            raise ConfigError(f"teacher.context_tokens: must be at least 1, got {self.context_tokens}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"teacher.limit: must be at least 1, got {self.limit}")
         for name in ("extract_temperature", "debate_temperature", "sc_temperature"):

@@ -26,6 +26,7 @@ from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
 from teacher.context import RecordContext
 from teacher.methods import check_method, label
+from teacher.windowed import label_long, method_budget
 
 log = logging.getLogger("teacher")
 PREDICTIONS, CONFIG, CACHE, FAILURES = "predictions.jsonl", "config.json", "calls.sqlite", "failures.jsonl"
@@ -59,13 +60,16 @@ async def label_one(record: Record, method: str, schema: TaskSchema, client: LLM
 async def label_records(records: Sequence[Record], method: str, schema: TaskSchema, client: LLMClient,
                         cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None) -> list[Record]:
     """Label `records` with `method`, at most `cfg.concurrency` at once; `on_record` sees each as it
-    finishes. Returns them in input order. Records that failed carry `stats.failed` and `stats.error`."""
+    finishes. Returns them in input order. Records that failed carry `stats.failed` and `stats.error`. A text
+    too long for the endpoint's context is labelled in windows (`teacher.windowed`)."""
     check_method(method, schema)
     gate = asyncio.Semaphore(cfg.concurrency)
+    budget = await method_budget(client, cfg, schema)
 
     async def one(record: Record) -> Record:
         async with gate:
-            out = await label_one(record, method, schema, client, cfg)
+            out = await label_long(record, budget, cfg.window_tokens, method,
+                                   lambda r: label_one(r, method, schema, client, cfg))
         if on_record is not None:
             on_record(out)
         return out
