@@ -28,8 +28,8 @@ from distill.template import answer_model, build_messages, mention_rules, parse_
 from ie.config import TaskSchema, load_config, resolve_config_path
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient
 from ie.llm.types import SamplingParams
+from ie.mentions import MentionRules
 from ie.schema import Record, write_records
-from teacher.mentions import MentionRules
 
 # 384: the student's longest complete answer on the first 50 CoNLL04 dev sentences was 263 tokens; 8 of 50 ran
 # on to a 1,024 limit repeating items (a cut-off answer keeps its complete items, see ie.llm.truncated).
@@ -42,7 +42,7 @@ class StudentExtractor:
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
                  rules: MentionRules | None = None, concurrency: int = 8):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
-        self._answer_model = answer_model(schema)
+        self._answer_model = answer_model(schema, rules.profile if rules else None)
         self.concurrency = concurrency
 
     async def extract_record(self, record: Record) -> Record:

@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
+from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.llm.client import Endpoint, LLMClient
+from ie.mentions import MentionProfile
 from ie.schema import Record, append_record, iter_records
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
@@ -30,9 +31,9 @@ RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache
 
 
 async def label_one(record: Record, method: str, schema: TaskSchema, client: LLMClient,
-                    cfg: TeacherConfig) -> Record:
+                    cfg: TeacherConfig, mentions: MentionProfile | None = None) -> Record:
     """One record labelled, with its `debate` transcript, `stats` and record-level `confidence`."""
-    ctx = RecordContext(record.unlabelled(), schema, client, cfg, method)
+    ctx = RecordContext(record.unlabelled(), schema, client, cfg, method, mentions)
     started, error = time.perf_counter(), None
     try:
         out, transcript = await label(ctx.record, method, ctx)
@@ -48,15 +49,17 @@ async def label_one(record: Record, method: str, schema: TaskSchema, client: LLM
 
 
 async def label_records(records: Sequence[Record], method: str, schema: TaskSchema, client: LLMClient,
-                        cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None) -> list[Record]:
+                        cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None,
+                        mentions: MentionProfile | None = None) -> list[Record]:
     """Label `records` with `method`, at most `cfg.concurrency` at once; `on_record` sees each as it
-    finishes. Returns them in input order. Records that failed carry `stats.error`."""
+    finishes. Returns them in input order. Records that failed carry `stats.error`. `mentions`: the dataset
+    config's mention rules (default: `MentionProfile()`)."""
     check_method(method, schema)
     gate = asyncio.Semaphore(cfg.concurrency)
 
     async def one(record: Record) -> Record:
         async with gate:
-            out = await label_one(record, method, schema, client, cfg)
+            out = await label_one(record, method, schema, client, cfg, mentions)
         if on_record is not None:
             on_record(out)
         return out
@@ -64,12 +67,12 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
     return list(await asyncio.gather(*(one(r) for r in records)))
 
 
-def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], TaskSchema]:
+def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], DatasetConfig]:
     from ie.datasets import load_input, load_split
 
     dataset = load_config(config_path)
     records = load_split(dataset, cfg.split) if cfg.split else load_input(cfg.input)  # type: ignore[arg-type]
-    return records[: cfg.limit] if cfg.limit else records, dataset.task_schema
+    return records[: cfg.limit] if cfg.limit else records, dataset
 
 
 def finished(path: Path, wanted: set[str]) -> list[Record]:
@@ -106,8 +109,8 @@ def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
     return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
 
 
-async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client: LLMClient, cfg: TeacherConfig
-                      ) -> list[Record]:
+async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, client: LLMClient,
+                      cfg: TeacherConfig) -> list[Record]:
     from tqdm import tqdm
 
     bar = tqdm(total=len(todo), unit="rec", disable=not cfg.progress, file=sys.stderr)
@@ -123,27 +126,28 @@ async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client:
         bar.set_postfix(tok_s=f"{tokens / max(time.perf_counter() - started, 1e-9):.0f}")
 
     try:
-        return await label_records(todo, cfg.method, schema, client, cfg, on_record=on_record)
+        return await label_records(todo, cfg.method, dataset.task_schema, client, cfg, on_record=on_record,
+                                   mentions=dataset.mentions)
     finally:
         bar.close()
 
 
-async def _label_with_endpoint(out: Path, todo: list[Record], schema: TaskSchema, ep: Endpoint,
+async def _label_with_endpoint(out: Path, todo: list[Record], dataset: DatasetConfig, ep: Endpoint,
                                cfg: TeacherConfig) -> list[Record]:
     client = LLMClient.from_endpoints([ep], cache_path=out / CACHE if cfg.cache else None,
                                       concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries)
     try:
-        return await _label_into(out, todo, schema, client, cfg)
+        return await _label_into(out, todo, dataset, client, cfg)
     finally:
         await client.aclose()
 
 
-def _label_todo(out: Path, todo: list[Record], schema: TaskSchema, cfg: TeacherConfig,
+def _label_todo(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: TeacherConfig,
                 client: LLMClient | None) -> list[Record]:
     if client is not None:
-        return asyncio.run(_label_into(out, todo, schema, client, cfg))
+        return asyncio.run(_label_into(out, todo, dataset, client, cfg))
     with endpoint(cfg) as ep:
-        return asyncio.run(_label_with_endpoint(out, todo, schema, ep, cfg))
+        return asyncio.run(_label_with_endpoint(out, todo, dataset, ep, cfg))
 
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
@@ -152,19 +156,19 @@ def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
     from teacher.report import write_report
 
     cfg.check_source()
-    records, schema = load_records(cfg, resolve_config_path(cfg.config))
-    check_method(cfg.method, schema)
+    records, dataset = load_records(cfg, resolve_config_path(cfg.config))
+    check_method(cfg.method, dataset.task_schema)
     out = prepare_out(cfg)
     done = {r.id for r in finished(out / PREDICTIONS, {r.id for r in records})}
     todo = [r for r in records if r.id not in done]
     log.info("%s: %d records, %d already labelled", out, len(records), len(records) - len(todo))
     if todo:
-        labelled = _label_todo(out, todo, schema, cfg, client)
+        labelled = _label_todo(out, todo, dataset, cfg, client)
         failed = [r for r in labelled if "error" in r.model_extra["stats"]]  # type: ignore[index]
         if failed:
             log.error("%d records failed and were not written (re-run to retry); first: %s: %s", len(failed),
                       failed[0].id, failed[0].model_extra["stats"]["error"])  # type: ignore[index]
     predictions = finished(out / PREDICTIONS, {r.id for r in records})
     if any(r.entities or r.relations for r in records):
-        write_report(out, records, predictions, schema, cfg)
+        write_report(out, records, predictions, dataset, cfg)
     return out
