@@ -97,3 +97,32 @@ def test_cli_reports_config_errors_without_starting_a_server(capsys, tmp_path):
     assert "exactly one of --split" in capsys.readouterr().err
     assert main(["run", "--split", "dev", "--endpoint", "http://localhost:1/v1"]) == 2
     assert "--model-name" in capsys.readouterr().err
+
+
+def test_mention_rules_moved_to_the_dataset_config_and_defaults_suit_a_new_schema():
+    for name in ("require_capital_or_digit", "max_mention_words"):
+        with pytest.raises(ConfigError, match=rf"teacher.{name}: moved to the dataset config's `mentions:`"):
+            TeacherConfig.from_sources({name: 5}, {})
+    cfg = TeacherConfig()
+    assert (cfg.summarizer, cfg.max_rounds, cfg.re_mode) == ("likelihood", 0, None)
+
+
+def test_report_scores_as_the_config_s_score_section_says(tmp_path):
+    from ie.config import load_config, resolve_config_path
+    from teacher.report import write_report
+
+    nyt = load_config(resolve_config_path("nyt"))
+    text = "Reykjavik is in Iceland ; Iceland ."
+    ents = [{"start": 0, "end": 9, "type": "Entity", "text": "Reykjavik"},
+            {"start": 16, "end": 23, "type": "Entity", "text": "Iceland"},
+            {"start": 26, "end": 33, "type": "Entity", "text": "Iceland"}]
+    gold = [Record(id="g", text=text, entities=ents[:2],
+                   relations=[{"head": 1, "tail": 0, "type": "/location/location/contains"}])]
+    # The same triple on the other "Iceland": right as strings, wrong in strict mode.
+    pred = [Record(id="g", text=text, entities=[ents[0], ents[2]],
+                   relations=[{"head": 1, "tail": 0, "type": "/location/location/contains"}])]
+    metrics = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt"))
+    assert metrics["re"]["mode"] == "strings" and metrics["re"]["micro"]["tp"] == 1
+    assert "RE (strings)" in (tmp_path / "report.md").read_text()
+    strict = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt", re_mode="strict"))
+    assert strict["re"]["micro"]["tp"] == 0
