@@ -84,11 +84,13 @@ def finished(path: Path, wanted: set[str]) -> list[Record]:
     return list(found.values())
 
 
-def prepare_out(cfg: TeacherConfig) -> Path:
-    """Create the output folder; refuse to resume a run made with settings that change the labels."""
+def prepare_out(cfg: TeacherConfig, mentions: MentionProfile | None = None) -> Path:
+    """Create the output folder; refuse to resume a run made with settings that change the labels (the
+    dataset config's `mentions:` rules among them)."""
     out = cfg.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    saved_path, current = out / CONFIG, cfg.to_json()
+    saved_path = out / CONFIG
+    current = {**cfg.to_json(), "mentions": (mentions or MentionProfile()).model_dump()}
     if saved_path.exists() and (out / PREDICTIONS).exists():
         saved = json.loads(saved_path.read_text(encoding="utf-8"))
         for key in sorted(set(saved) | set(current)):
@@ -158,7 +160,7 @@ def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
     cfg.check_source()
     records, dataset = load_records(cfg, resolve_config_path(cfg.config))
     check_method(cfg.method, dataset.task_schema)
-    out = prepare_out(cfg)
+    out = prepare_out(cfg, dataset.mentions)
     done = {r.id for r in finished(out / PREDICTIONS, {r.id for r in records})}
     todo = [r for r in records if r.id not in done]
     log.info("%s: %d records, %d already labelled", out, len(records), len(records) - len(todo))

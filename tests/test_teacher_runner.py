@@ -126,3 +126,16 @@ def test_report_scores_as_the_config_s_score_section_says(tmp_path):
     assert "RE (strings)" in (tmp_path / "report.md").read_text()
     strict = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt", re_mode="strict"))
     assert strict["re"]["micro"]["tp"] == 0
+
+
+def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
+    from ie.config import resolve_config_path
+
+    config = tmp_path / "conll04.yaml"
+    config.write_text(resolve_config_path("conll04").read_text())
+    cfg, transport = setup(tmp_path, config=str(config))
+    run(cfg, client(transport, cfg.out_dir))
+    assert json.loads((cfg.out_dir / "config.json").read_text())["mentions"]["max_words"] == 5
+    config.write_text(config.read_text().replace("  max_words: 5", "  max_words: 6"))
+    with pytest.raises(ConfigError, match="holds a run with mentions="):
+        run(cfg, client(transport, cfg.out_dir))
