@@ -1,6 +1,6 @@
 """`metrics.json` and `report.md` of a run with gold: P/R/F1 (×100; relations matched as the dataset config's
-`score:` section says), per type, the NER error taxonomy
-(Table 8), how conflicts were settled, Δ before/after alignment, and cost per record."""
+`score:` section says), per type, the NER error taxonomy (Table 8), how conflicts were settled, Δ before/after
+alignment, and cost per record."""
 from __future__ import annotations
 
 import json
