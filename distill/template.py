@@ -22,14 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ie.config import DatasetConfig, TaskSchema
 from ie.datasets.tokens import token_offsets
+from ie.mentions import MentionProfile, MentionRules
 from ie.schema import Record
 from teacher.baselines import joint, with_arguments
 from teacher.claims import assemble, flatten, uncontested
-from teacher.mentions import MentionRules
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "prompts" / "student.txt"
 _SECTION = re.compile(r"^=== (system|user) ===$", re.MULTILINE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+# The student's own ceilings where the dataset's `mentions:` profile sets none: a grammar-constrained 0.5B
+# student otherwise can ramble inside a string or a list until its token limit.
 MAX_MENTION_CHARS = 120
 MAX_ITEMS = 50
 OUTPUT_FORMAT = json.dumps(
@@ -120,26 +122,29 @@ def to_example(record: Record, schema: TaskSchema) -> list[dict[str, str]]:
 
 
 @cache
-def _answer_model_cached(schema_json: str) -> type[BaseModel]:
+def _answer_model_cached(schema_json: str, profile: MentionProfile) -> type[BaseModel]:
     schema = TaskSchema.model_validate_json(schema_json)
-    mention: Any = (str, Field(max_length=MAX_MENTION_CHARS))
+    mention: Any = (str, Field(max_length=profile.max_chars or MAX_MENTION_CHARS))
+    max_entities = profile.items_per_sentence or MAX_ITEMS
     etype = Literal[tuple(schema.entity_types)]  # type: ignore[valid-type]
     ent = create_model("Entity", text=mention, type=(etype, ...))
     if schema.relation_types:
         rtype = Literal[tuple(schema.relation_types)]  # type: ignore[valid-type]
         rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
                            tail=mention, tail_type=(etype, ...))
-        rel_field: Any = (list[rel], Field(max_length=MAX_ITEMS))  # type: ignore[valid-type]
+        rel_field: Any = (list[rel], Field(max_length=profile.relations_per_sentence or MAX_ITEMS))  # type: ignore
     else:
         rel_field = (list[AnswerRelation], Field(default_factory=list, max_length=0))
-    return create_model("StudentAnswer", entities=(list[ent], Field(max_length=MAX_ITEMS)),  # type: ignore
+    return create_model("StudentAnswer", entities=(list[ent], Field(max_length=max_entities)),  # type: ignore
                         relations=rel_field)
 
 
-def answer_model(schema: TaskSchema) -> type[BaseModel]:
+def answer_model(schema: TaskSchema, profile: MentionProfile | None = None) -> type[BaseModel]:
     """The answer model with the schema's types as enums: what goes into `response_format` (json_schema).
-    Length limits are in the schema too, so a grammar-constrained server cannot ramble inside a string."""
-    return _answer_model_cached(schema.model_dump_json())
+    Length limits are in the schema too, so a grammar-constrained server cannot ramble inside a string: the
+    dataset's `mentions:` limits (`max_chars`, `items_per_sentence`, `relations_per_sentence`), else the
+    student's ceilings."""
+    return _answer_model_cached(schema.model_dump_json(), profile or MentionProfile())
 
 
 @dataclass
@@ -179,10 +184,8 @@ def _items(obj: dict, key: str, model: type[BaseModel], stats: ParseStats) -> li
 
 
 def mention_rules(dataset: DatasetConfig) -> MentionRules:
-    """The teacher's mention rules for this dataset (its `teacher:` section), so the student grounds alike."""
-    section, rules = dataset.section("teacher"), MentionRules()
-    return MentionRules(section.get("require_capital_or_digit", rules.require_capital_or_digit),
-                        section.get("max_mention_words", rules.max_words))
+    """The dataset's mention rules (its `mentions:` section), the teacher's own, so the student grounds alike."""
+    return MentionRules(dataset.mentions)
 
 
 @dataclass

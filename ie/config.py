@@ -2,12 +2,15 @@
 
 The schema's natural-language descriptions are the "domain metadata" each type agent receives; relation
 types carry their allowed head/tail entity types and a statement template used in cross-task feedback.
-Entry points keep their own section (`teacher:`, `distill:`, `bench:`) in the same file.
+`mentions:` holds the mention rules every method, teacher and student, applies (`ie.mentions.MentionProfile`);
+`score:` the scoring options every scorer reads (`ScoreOptions`). Entry points keep their own section
+(`teacher:`, `distill:`, `bench:`) in the same file.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
 from itertools import combinations
@@ -16,6 +19,8 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ie.mentions import MentionProfile, example_problem
 
 M = TypeVar("M", bound=BaseModel)
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,8 +47,9 @@ class EntityTypeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     description: str
     examples: list[str] = Field(default_factory=list)
-    words: list[str] = Field(default_factory=list, description="plain one-word names of the type (person, date): "
-                             "the answers the likelihood Summarizer scores; empty = the type name")
+    words: list[str] = Field(default_factory=list, description="plain names of the type (person, date): the "
+                             "answers the likelihood Summarizer scores; empty = the type name's words, lowercased "
+                             "(`words_of_name`)")
 
 
 class RelationTypeSpec(BaseModel):
@@ -96,13 +102,45 @@ class TaskSchema(BaseModel):
         return spec.statement.format(head=head, tail=tail, relation=relation.replace("_", " ").lower())
 
 
+def words_of_name(name: str) -> list[str]:
+    """What a model would call a type by its name: CamelCase, '-' and '_' split, lowercased
+    ("OtherScientificTerm" -> "other scientific term", "PER" -> "per")."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|[-_]+", " ", name)
+    return [" ".join(spaced.lower().split()) or name.lower()]
+
+
+class ScoreOptions(BaseModel):
+    """The config's `score:` section: how relations are matched; read by `ie.score`, the bench and the teacher's
+    report alike (`score_options`)."""
+    model_config = ConfigDict(extra="forbid")
+    re_mode: Literal["strict", "boundaries", "strings"] = Field("strict", description="relation matching")
+    symmetric: bool = Field(False, description="score relation types marked symmetric without direction")
+    semeval: bool = Field(False, description="add the official SemEval-2010 Task 8 metric")
+
+
+def score_options(config: DatasetConfig | None, **overrides: object) -> ScoreOptions:
+    """The scoring options of a loaded config (defaults without one), with the given non-None overrides (flags):
+    what every scorer passes to `ie.scoring.evaluate` (`**options.model_dump()`)."""
+    base = config.score.model_dump() if config is not None else {}
+    return ScoreOptions.model_validate({**base, **{k: v for k, v in overrides.items() if v is not None}})
+
+
 class DatasetConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str
     format: str = Field(description="loader name in ie.datasets (spert, conll, dygie, nyt, semeval, records)")
     splits: dict[str, str] = Field(default_factory=dict, description="split -> path relative to the data root")
     task_schema: TaskSchema = Field(alias="schema")
+    mentions: MentionProfile = Field(default_factory=MentionProfile, description="mention rules (ie.mentions)")
+    score: ScoreOptions = Field(default_factory=ScoreOptions, description="scoring options (ie.scoring)")
     source: Path | None = Field(default=None, exclude=True)
+
+    def example_errors(self) -> list[tuple[str, str]]:
+        """(field, why) for each type example the `mentions:` rules would not keep as it is."""
+        names = list(self.task_schema.entity_types)
+        return [(f"schema.entity_types.{name}.examples[{i}]", f"{example!r} is {problem}")
+                for name, spec in self.task_schema.entity_types.items() for i, example in enumerate(spec.examples)
+                if (problem := example_problem(example, self.mentions, names))]
 
     def split_path(self, split: str) -> Path:
         if split not in self.splits:
@@ -167,8 +205,12 @@ def validate_yaml(path: str | Path, model: type[M], error: type[Exception] = Con
 
 
 def load_config(path: str | Path) -> DatasetConfig:
-    """Load and validate a dataset config; errors name the file and the field."""
-    return validate_yaml(path, DatasetConfig)
+    """Load and validate a dataset config; errors name the file and the field. A config whose `mentions:`
+    rules would drop or change one of its own type examples is refused: the rules contradict the schema."""
+    config = validate_yaml(path, DatasetConfig)
+    for field, problem in config.example_errors():
+        raise ConfigError(f"{path}: field '{field}': {problem}; loosen `mentions:` or change the example")
+    return config
 
 
 def resolve_config_path(name_or_path: str) -> Path:

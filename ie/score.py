@@ -20,11 +20,9 @@ import sys
 from typing import Any
 
 from ie.bootstrap import compare_systems
-from ie.config import ConfigError, DatasetConfig, load_config, resolve_config_path
+from ie.config import load_config, resolve_config_path, score_options
 from ie.schema import Record, read_records
 from ie.scoring import RE_MODES, RecordMatch, check_same_texts, evaluate, match_records
-
-SCORE_OPTIONS = {"re_mode": str, "symmetric": bool, "semeval": bool}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,16 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     return parser
-
-
-def score_options(config: DatasetConfig | None) -> dict[str, Any]:
-    options = config.section("score") if config else {}
-    for key, value in options.items():
-        if key not in SCORE_OPTIONS:
-            raise ConfigError(f"{config.source}: field 'score.{key}': unknown; known: {sorted(SCORE_OPTIONS)}")
-        if not isinstance(value, SCORE_OPTIONS[key]):
-            raise ConfigError(f"{config.source}: field 'score.{key}': expected {SCORE_OPTIONS[key].__name__}")
-    return options
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -105,20 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = load_config(resolve_config_path(args.config)) if args.config else None
-        options = score_options(config)
+        options = score_options(config, re_mode=args.re_mode, symmetric=args.symmetric)
         gold, pred = read_records(args.gold), read_records(args.pred)
         match = match_records(gold, pred)
         check_match(match, pred, args.gold, args.pred)
         schema = config.task_schema if config else None
-        re_mode = args.re_mode or options.get("re_mode", "strict")
-        symmetric = args.symmetric if args.symmetric is not None else options.get("symmetric", False)
-        result = evaluate(gold, pred, schema=schema, re_mode=re_mode, symmetric=symmetric,
-                          semeval=options.get("semeval", False))
+        result = evaluate(gold, pred, schema=schema, **options.model_dump())
         result["match"] = match.as_dict()
         if args.baseline:
             base = read_records(args.baseline)
             check_baseline(pred, base, args.pred, args.baseline)
-            difference = compare_systems(gold, base, pred, schema, re_mode, symmetric, args.resamples, args.seed)
+            difference = compare_systems(gold, base, pred, schema, options.re_mode, options.symmetric,
+                                         args.resamples, args.seed)
             result["baseline"] = {"path": args.baseline,
                                   "difference": {task: d.as_dict() for task, d in difference.items()}}
     except (ValueError, OSError) as exc:  # ConfigError and RecordFormatError are ValueErrors

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ie.config import DatasetConfig
+from ie.config import DatasetConfig, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.llm.local import ensure_endpoint
@@ -144,7 +144,8 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
                 tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
                     "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config})
                 preds, wall = await resumed(out, method, cfg, records, functools.partial(
-                    label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg))
+                    label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg,
+                    mentions=dataset.mentions))
                 extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
                 rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, extra)
         finally:
@@ -205,7 +206,7 @@ def _metrics(method: str, row: dict, gold: list[Record], out: Path, dataset: Dat
     from ie.scoring import evaluate
 
     preds = read_records(out / "predictions" / f"{method}.jsonl")
-    scores = evaluate(gold, preds, dataset.task_schema)
+    scores = evaluate(gold, preds, dataset.task_schema, **score_options(dataset).model_dump())
     _, price = price_for(dataset, cfg, row["model"])
     return calculate_metrics(method, row["model"], scores, preds, row["wall_s"], price)
 

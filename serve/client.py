@@ -37,10 +37,10 @@ from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
+from ie.mentions import MentionRules
 from ie.schema import Record, write_records
 from ie.windows import label_in_windows
 from serve.windows import student_budget
-from teacher.mentions import MentionRules
 
 # 384: the student's longest complete answer on the first 50 CoNLL04 dev sentences was 263 tokens; 8 of 50 ran
 # on to a 1,024 limit repeating items (a cut-off answer keeps its complete items, see ie.llm.truncated).
@@ -55,7 +55,7 @@ class StudentExtractor:
                  context_tokens: int | None = None):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
         self.context_tokens = context_tokens  # used where the server reports no context (see ie.windows)
-        self._answer_model = answer_model(schema)
+        self._answer_model = answer_model(schema, rules.profile if rules else None)
         self.concurrency = concurrency
         self.budget_s = budget_s  # seconds a record may take, re-asks included (None: no budget)
 

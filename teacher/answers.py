@@ -2,17 +2,20 @@
 
 Length limits go into the JSON schema (so a grammar-constrained server keeps answers short) but validation is
 lenient: an over-long quote is cut, a confidence of 85 means 0.85. A weak model's near miss should not cost
-a re-ask.
+a re-ask. The limits on mentions and on how many a list holds are the dataset's `mentions:` profile
+(`ie.mentions.MentionProfile`), so the answers that carry mentions are built per profile.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, create_model
 
-MAX_ITEMS = 5  # one agent, one type: CoNLL04 has at most 5 of a type in 97% (dev) and 98% (train) of sentences
-MAX_TYPED_ITEMS = 10  # all types at once: CoNLL04 has at most 10 entities in 99.5% of sentences (dev and train)
+from ie.mentions import MentionProfile
+
+MAX_STANCES = 5  # conflicts one debater, summarizer or checking agent answers on at once
 
 
 def _unit(value: Any) -> Any:
@@ -31,37 +34,46 @@ def _first(limit: int):
 
 
 Confidence = Annotated[float, BeforeValidator(_unit), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
-# 40 characters hold 99.4% of CoNLL04 train entities. Completion tokens are the teacher's main cost (a small
-# model's evidence and reasons are mostly filler): quotes are kept to a few words.
-Mention = Annotated[str, BeforeValidator(_cut(40)), Field(json_schema_extra={"maxLength": 40})]
+# Completion tokens are the teacher's main cost (a small model's evidence and reasons are mostly filler):
+# quotes are kept to a few words.
 Quote = Annotated[str, BeforeValidator(_cut(20)), Field(json_schema_extra={"maxLength": 20})]
 
 
-def _items(item: type, limit: int = MAX_ITEMS) -> Any:
+def _mention(max_chars: int | None) -> Any:
+    """A mention, cut at `max_chars` (the profile's `max_chars`; None: any length)."""
+    if max_chars is None:
+        return str
+    return Annotated[str, BeforeValidator(_cut(max_chars)), Field(json_schema_extra={"maxLength": max_chars})]
+
+
+def _items(item: Any, limit: int | None = MAX_STANCES) -> Any:
+    """A list of `item`, its first `limit` kept (None: any number)."""
+    if limit is None:
+        return list[item]
     return Annotated[list[item], BeforeValidator(_first(limit)), Field(json_schema_extra={"maxItems": limit})]
 
 
-class MentionItem(BaseModel):
-    text: Mention
-    confidence: Confidence
-    evidence: Quote = ""
+@dataclass(frozen=True)
+class AgentAnswers:
+    """The answers of the type agents and the name extent check under one mention profile."""
+    mention_list: type[BaseModel]
+    pair_list: type[BaseModel]
+    extent: type[BaseModel]
 
 
-class MentionList(BaseModel):
-    """A NER type agent: the mentions of its one type."""
-    items: _items(MentionItem)
-
-
-class PairItem(BaseModel):
-    head: Mention
-    tail: Mention
-    confidence: Confidence
-    evidence: Quote = ""
-
-
-class PairList(BaseModel):
-    """A RE type agent: the (head, tail) pairs of its one relation."""
-    items: _items(PairItem)
+@cache
+def agent_answers(profile: MentionProfile) -> AgentAnswers:
+    mention, limit = _mention(profile.max_chars), profile.items_per_agent
+    item = create_model("MentionItem", text=(mention, ...), confidence=(Confidence, ...), evidence=(Quote, ""))
+    pair = create_model("PairItem", head=(mention, ...), tail=(mention, ...), confidence=(Confidence, ...),
+                        evidence=(Quote, ""))
+    return AgentAnswers(
+        mention_list=create_model("MentionList", __doc__="A NER type agent: the mentions of its one type.",
+                                  items=(_items(item, limit), ...)),
+        pair_list=create_model("PairList", __doc__="A RE type agent: the (head, tail) pairs of its one relation.",
+                               items=(_items(pair, limit), ...)),
+        extent=create_model("ExtentAnswer", __doc__="A type agent's name inside a long mention (the name extent "
+                            "check).", name=(mention, ...)))
 
 
 class Stance(BaseModel):
@@ -92,26 +104,23 @@ class VerifyAnswer(BaseModel):
     verdicts: _items(Verdict)
 
 
-class ExtentAnswer(BaseModel):
-    """A type agent's name inside a long mention (the name extent check)."""
-    name: Mention
-
-
 @cache
-def typed_answers(entity_types: tuple[str, ...], relation_types: tuple[str, ...]) -> dict[str, type[BaseModel]]:
+def typed_answers(entity_types: tuple[str, ...], relation_types: tuple[str, ...], profile: MentionProfile
+                  ) -> dict[str, type[BaseModel]]:
     """Single-prompt baselines' answers, with types constrained to the schema's names."""
     etype = Literal[entity_types]  # type: ignore[valid-type]
-    typed = create_model("TypedMention", text=(Mention, ...), type=(etype, ...), confidence=(Confidence, ...),
+    mention, per_sentence = _mention(profile.max_chars), profile.items_per_sentence
+    typed = create_model("TypedMention", text=(mention, ...), type=(etype, ...), confidence=(Confidence, ...),
                          evidence=(Quote, ""))
-    direct = create_model("DirectAnswer", entities=(_items(typed, MAX_TYPED_ITEMS), ...))
+    direct = create_model("DirectAnswer", entities=(_items(typed, per_sentence), ...))
     models: dict[str, type[BaseModel]] = {"direct": direct}
     if relation_types:
         rtype = Literal[relation_types]  # type: ignore[valid-type]
-        rel = create_model("RelationItem", head=(Mention, ...), relation=(rtype, ...), tail=(Mention, ...),
+        rel = create_model("RelationItem", head=(mention, ...), relation=(rtype, ...), tail=(mention, ...),
                            confidence=(Confidence, ...), evidence=(Quote, ""))
-        triple = create_model("TripleItem", head=(Mention, ...), head_type=(etype, ...), relation=(rtype, ...),
-                              tail=(Mention, ...), tail_type=(etype, ...), confidence=(Confidence, ...))
-        models["one_step"] = create_model("OneStepAnswer", entities=(_items(typed, MAX_TYPED_ITEMS), ...),
-                                          relations=(_items(rel), ...))
-        models["direct_re"] = create_model("TripletAnswer", triples=(_items(triple, MAX_TYPED_ITEMS), ...))
+        triple = create_model("TripleItem", head=(mention, ...), head_type=(etype, ...), relation=(rtype, ...),
+                              tail=(mention, ...), tail_type=(etype, ...), confidence=(Confidence, ...))
+        models["one_step"] = create_model("OneStepAnswer", entities=(_items(typed, per_sentence), ...),
+                                          relations=(_items(rel, profile.relations_per_sentence), ...))
+        models["direct_re"] = create_model("TripletAnswer", triples=(_items(triple, per_sentence), ...))
     return models

@@ -24,7 +24,7 @@ Outcome = tuple[list[Decision], list[Decision]]
 
 
 def answer_models(ctx: RecordContext) -> dict[str, Any]:
-    return typed_answers(tuple(ctx.schema.entity_types), tuple(ctx.schema.relation_types))
+    return typed_answers(tuple(ctx.schema.entity_types), tuple(ctx.schema.relation_types), ctx.rules.profile)
 
 
 def typed_entities(ctx: RecordContext, items: Sequence[Any], agent: str) -> list[EntityClaim]:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from ie.config import TaskSchema
 from ie.grounding import Span
+from ie.mentions import MentionRules, ground, overlaps, resolve_overlaps
 from ie.schema import Entity, Record, Relation
-from teacher.mentions import MentionRules, ground, overlaps, resolve_overlaps
 
 
 @dataclass(frozen=True, order=True)

@@ -14,6 +14,8 @@ from ie.llm.client import STRUCTURED_OUTPUTS, Timeouts
 from ie.scoring import RE_MODES
 
 SUMMARIZERS = ("generate", "likelihood")
+# Settings that moved to the dataset config's `mentions:` section (ie.mentions.MentionProfile).
+MOVED = {"require_capital_or_digit": "mentions.require_capital_or_digit", "max_mention_words": "mentions.max_words"}
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -39,12 +41,17 @@ class TeacherConfig:
     window_tokens: int = _opt(128, "estimated tokens of text in one window of a text too long for the context "
                               "(fewer if the context leaves fewer): an answer holds at most 10 items")
     concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
-    max_rounds: int = _opt(2, "cross-type debate rounds before the summarizer decides")
-    summarizer: str = _opt("generate", "how open entity conflicts are decided: generate (a written verdict from "
-                           "the agents' reasons) or likelihood (the most probable type word of each option's span; "
-                           "needs an endpoint that returns top_logprobs)")
+    max_rounds: int = _opt(0, "cross-type debate rounds before the summarizer decides (a small model's debate "
+                           "rounds cost tokens and F1: CoNLL04, qwen2.5-0.5b)")
+    summarizer: str = _opt("likelihood", "how open entity conflicts are decided: likelihood (the most probable type "
+                           "word of each option's span; a span the endpoint cannot score, no top_logprobs, gets the "
+                           "written verdict) or generate (always a written verdict from the agents' reasons)")
     extent_check_words: int = _opt(0, "crossagentie: put each settled mention of at least this many words back "
                                    "to a type agent for the name inside it (0 = off)")
+    extent_instruction: str = _opt("Copy from it only the ${word} itself: leave out the words around it that are "
+                                   "not part of the ${word}.", "what the name extent check asks for (${word}: the "
+                                   "type's answer word)")
+    judge_none: str = _opt("none of these types", "what the likelihood judge's option 'none' is said to mean")
     cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
     seed: int = _opt(0, "base seed for sampling and speaking order")
     extract_temperature: float = _opt(0.0, "temperature of extraction agents")
@@ -54,9 +61,8 @@ class TeacherConfig:
     parse_retries: int = _opt(1, "re-asks after an answer that fails validation (a cut-off answer rarely heals)")
     sc_samples: int = _opt(5, "samples for (soft-)self-consistency")
     sc_temperature: float = _opt(0.7, "temperature of self-consistency samples")
-    require_capital_or_digit: bool = _opt(True, "drop mentions with no capital letter or digit (named entities)")
-    max_mention_words: int = _opt(8, "drop mentions longer than this many words")
-    re_mode: str = _opt("strict", "relation scoring mode of ie.scoring (strict, boundaries, strings)")
+    re_mode: str | None = _opt(None, "relation scoring mode of the report (strict, boundaries, strings; default: "
+                               "the dataset config's score: section)")
     cache: bool = _opt(True, "use the call cache (<out>/calls.sqlite): a re-run repeats no LLM call")
     progress: bool = _opt(True, "show a progress bar")
     retries: int = _opt(4, "re-sends of a call that got no answer but may yet (refused connection, 429, 5xx), "
@@ -80,7 +86,7 @@ class TeacherConfig:
             raise ConfigError(f"teacher.structured_output: one of {STRUCTURED_OUTPUTS}, got {self.structured_output!r}")
         if self.endpoint and self.model:
             raise ConfigError("teacher.model: --model starts the embedded server; drop it when using --endpoint")
-        for name in ("concurrency", "max_tokens", "sc_samples", "max_mention_words", "window_tokens"):
+        for name in ("concurrency", "max_tokens", "sc_samples", "window_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
         for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries", "retries"):
@@ -95,7 +101,7 @@ class TeacherConfig:
                 raise ConfigError(f"teacher.{name}: must be in [0, 2], got {getattr(self, name)}")
         if self.summarizer not in SUMMARIZERS:
             raise ConfigError(f"teacher.summarizer: one of {SUMMARIZERS}, got {self.summarizer!r}")
-        if self.re_mode not in RE_MODES:
+        if self.re_mode is not None and self.re_mode not in RE_MODES:
             raise ConfigError(f"teacher.re_mode: one of {RE_MODES}, got {self.re_mode!r}")
         for name in ("timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s"):
             if getattr(self, name) <= 0:
@@ -122,6 +128,9 @@ class TeacherConfig:
     @classmethod
     def from_sources(cls, section: dict[str, Any], overrides: dict[str, Any]) -> TeacherConfig:
         """`section` = the YAML `teacher:` mapping; `overrides` = flags given (None = not given)."""
+        for name in sorted(set(section) & set(MOVED)):
+            raise ConfigError(f"teacher.{name}: moved to the dataset config's `mentions:` section ({MOVED[name]}), "
+                              "so teacher and student apply the same rules")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(section) - known)
         if unknown:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ie.config import TaskSchema
+from ie.mentions import overlaps
 from teacher.claims import Claim, EntityClaim, RelationClaim
-from teacher.mentions import overlaps
 
 NONE = "N"  # the choice "none of the options is correct"
 

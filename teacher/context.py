@@ -16,9 +16,9 @@ from ie.datasets.tokens import token_offsets
 from ie.llm.choice import ChoiceScores
 from ie.llm.client import LLMClient
 from ie.llm.types import Completion, SamplingParams, TransportError, Usage
+from ie.mentions import MentionProfile, MentionRules
 from ie.schema import Record
 from teacher.config import TeacherConfig
-from teacher.mentions import MentionRules
 from teacher.templates import render
 
 T = TypeVar("T", bound=BaseModel)
@@ -41,11 +41,12 @@ class Transcript:
 
 
 class RecordContext:
-    def __init__(self, record: Record, schema: TaskSchema, client: LLMClient, cfg: TeacherConfig, method: str):
+    def __init__(self, record: Record, schema: TaskSchema, client: LLMClient, cfg: TeacherConfig, method: str,
+                 mentions: MentionProfile | None = None):
         self.record, self.text, self.schema, self.client, self.cfg = record, record.text, schema, client, cfg
         tokens = (record.model_extra or {}).get("tokens")
         bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == record.text else ()
-        self.rules = MentionRules(cfg.require_capital_or_digit, cfg.max_mention_words, bounds)
+        self.rules = MentionRules(mentions or MentionProfile(), bounds)
         self.transcript = Transcript(method)
         self.usage = Usage()
         self.failed_calls = 0

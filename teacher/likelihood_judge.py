@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ie.config import TaskSchema
+from ie.config import TaskSchema, words_of_name
 from ie.llm.choice import ChoiceScores
 from teacher.alignment import Check
 from teacher.claims import Arg, EntityClaim
@@ -31,8 +31,9 @@ NOT_ENTITY = "none"
 
 
 def type_words(schema: TaskSchema) -> dict[str, list[str]]:
-    """Option -> the words that mean it: each entity type's `words` (default its name), and "none"."""
-    words = {name: spec.words or [name.lower()] for name, spec in schema.entity_types.items()}
+    """Option -> the words that mean it: each entity type's `words` (default the words of its name,
+    `ie.config.words_of_name`), and "none"."""
+    words = {name: spec.words or words_of_name(name) for name, spec in schema.entity_types.items()}
     return {**words, NOT_ENTITY: [NOT_ENTITY]}
 
 
@@ -51,7 +52,7 @@ def type_menu(schema: TaskSchema) -> str:
 
 async def span_scores(ctx: RecordContext, mention: str) -> ChoiceScores | None:
     [c] = await ctx.choose("judge", type_words(ctx.schema), role="summarizer", agent="summarizer:likelihood",
-                           mention=mention, types=type_menu(ctx.schema))
+                           mention=mention, types=type_menu(ctx.schema), none=ctx.cfg.judge_none)
     return c.value
 
 

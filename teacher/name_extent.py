@@ -16,20 +16,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
+from string import Template
 
-from teacher.answers import ExtentAnswer
+from ie.mentions import ground
+from teacher.answers import agent_answers
 from teacher.claims import Arg, Decision, EntityClaim
 from teacher.context import RecordContext
 from teacher.likelihood_judge import type_words
-from teacher.mentions import ground
 from teacher.type_agents import ner_agent_name
 
 
 async def name_in(ctx: RecordContext, mention: str, etype: str) -> str | None:
     """The type agent's copy of the name inside `mention`; None if it gave no valid answer."""
-    [c] = await ctx.ask("extent", ExtentAnswer, role="extent", agent=ner_agent_name(etype),
+    word = type_words(ctx.schema)[etype][0]
+    [c] = await ctx.ask("extent", agent_answers(ctx.rules.profile).extent, role="extent", agent=ner_agent_name(etype),
                         params=ctx.params("extract"), own_context=True, mention=mention,
-                        word=type_words(ctx.schema)[etype][0])
+                        word=word, instruction=Template(ctx.cfg.extent_instruction).safe_substitute(word=word))
     return c.value.name if c.ok else None
 
 

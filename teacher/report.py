@@ -1,5 +1,6 @@
-"""`metrics.json` and `report.md` of a run with gold: strict P/R/F1 (×100), per type, the NER error taxonomy
-(Table 8), how conflicts were settled, Δ before/after alignment, and cost per record."""
+"""`metrics.json` and `report.md` of a run with gold: P/R/F1 (×100; relations matched as the dataset config's
+`score:` section says), per type, the NER error taxonomy (Table 8), how conflicts were settled, Δ before/after
+alignment, and cost per record."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from ie.config import TaskSchema
+from ie.config import DatasetConfig, score_options
 from ie.schema import Record
 from teacher.config import TeacherConfig
 
@@ -80,11 +81,13 @@ def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record], schema: TaskSchema,
+def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record], dataset: DatasetConfig,
                  cfg: TeacherConfig) -> dict[str, Any]:
+    """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching)."""
     from ie.scoring import evaluate
 
-    metrics = evaluate(list(gold), list(predictions), schema=schema, re_mode=cfg.re_mode)  # type: ignore[arg-type]
+    options = score_options(dataset, re_mode=cfg.re_mode)
+    metrics = evaluate(list(gold), list(predictions), schema=dataset.task_schema, **options.model_dump())
     metrics["teacher"] = run_summary(predictions)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(metrics, cfg), encoding="utf-8")

@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
+from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
 from ie.llm.client import Endpoint, LLMClient
+from ie.mentions import MentionProfile
 from ie.schema import Record, RecordFormatError, append_record, iter_records, parse_record
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
@@ -37,10 +38,10 @@ RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache
 
 
 async def label_one(record: Record, method: str, schema: TaskSchema, client: LLMClient,
-                    cfg: TeacherConfig) -> Record:
+                    cfg: TeacherConfig, mentions: MentionProfile | None = None) -> Record:
     """One record labelled, with its `debate` transcript, `stats` and record-level `confidence`. A record that
     did not finish (see `ie.failures`) has `stats.failed` (the reason) and `stats.error`."""
-    ctx = RecordContext(record.unlabelled(), schema, client, cfg, method)
+    ctx = RecordContext(record.unlabelled(), schema, client, cfg, method, mentions)
     started = time.perf_counter()
     try:
         labelled, failure = await within_budget(label(ctx.record, method, ctx), cfg.timeout_record_s)
@@ -58,10 +59,12 @@ async def label_one(record: Record, method: str, schema: TaskSchema, client: LLM
 
 
 async def label_records(records: Sequence[Record], method: str, schema: TaskSchema, client: LLMClient,
-                        cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None) -> list[Record]:
+                        cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None,
+                        mentions: MentionProfile | None = None) -> list[Record]:
     """Label `records` with `method`, at most `cfg.concurrency` at once; `on_record` sees each as it
     finishes. Returns them in input order. Records that failed carry `stats.failed` and `stats.error`. A text
-    too long for the endpoint's context is labelled in windows (`teacher.windowed`)."""
+    too long for the endpoint's context is labelled in windows (`teacher.windowed`). `mentions`: the dataset
+    config's mention rules (default: `MentionProfile()`)."""
     check_method(method, schema)
     gate = asyncio.Semaphore(cfg.concurrency)
     budget = await method_budget(client, cfg, schema)
@@ -69,7 +72,7 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
     async def one(record: Record) -> Record:
         async with gate:
             out = await label_long(record, budget, cfg.window_tokens, method,
-                                   lambda r: label_one(r, method, schema, client, cfg))
+                                   lambda r: label_one(r, method, schema, client, cfg, mentions))
         if on_record is not None:
             on_record(out)
         return out
@@ -77,14 +80,14 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
     return list(await asyncio.gather(*(one(r) for r in records)))
 
 
-def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], TaskSchema]:
+def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], DatasetConfig]:
     from ie.datasets import load_input, load_split
 
     dataset = load_config(config_path)
     records = load_split(dataset, cfg.split) if cfg.split else load_input(cfg.input)  # type: ignore[arg-type]
     if not records:
         raise ConfigError(f"{cfg.input or f'split {cfg.split}'}: no records to label (the input is empty)")
-    return records[: cfg.limit] if cfg.limit else records, dataset.task_schema
+    return records[: cfg.limit] if cfg.limit else records, dataset
 
 
 def finished(path: Path, records: Sequence[Record]) -> list[Record]:
@@ -132,11 +135,13 @@ def repair_predictions(path: Path, records: Sequence[Record]) -> None:
         os.replace(tmp, path)
 
 
-def prepare_out(cfg: TeacherConfig) -> Path:
-    """Create the output folder; refuse to resume a run made with settings that change the labels."""
+def prepare_out(cfg: TeacherConfig, mentions: MentionProfile | None = None) -> Path:
+    """Create the output folder; refuse to resume a run made with settings that change the labels (the
+    dataset config's `mentions:` rules among them)."""
     out = cfg.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    saved_path, current = out / CONFIG, cfg.to_json()
+    saved_path = out / CONFIG
+    current = {**cfg.to_json(), "mentions": (mentions or MentionProfile()).model_dump()}
     if saved_path.exists() and (out / PREDICTIONS).exists():
         saved = json.loads(saved_path.read_text(encoding="utf-8"))
         for key in sorted(set(saved) | set(current)):
@@ -157,8 +162,8 @@ def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
     return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
 
 
-async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client: LLMClient, cfg: TeacherConfig
-                      ) -> list[Record]:
+async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, client: LLMClient,
+                      cfg: TeacherConfig) -> list[Record]:
     from tqdm import tqdm
 
     bar = tqdm(total=len(todo), unit="rec", disable=not cfg.progress, file=sys.stderr)
@@ -174,29 +179,30 @@ async def _label_into(out: Path, todo: list[Record], schema: TaskSchema, client:
         bar.set_postfix(tok_s=f"{tokens / max(time.perf_counter() - started, 1e-9):.0f}")
 
     try:
-        return await label_records(todo, cfg.method, schema, client, cfg, on_record=on_record)
+        return await label_records(todo, cfg.method, dataset.task_schema, client, cfg, on_record=on_record,
+                                   mentions=dataset.mentions)
     finally:
         bar.close()
 
 
-async def _label_with_endpoint(out: Path, todo: list[Record], schema: TaskSchema, ep: Endpoint,
+async def _label_with_endpoint(out: Path, todo: list[Record], dataset: DatasetConfig, ep: Endpoint,
                                cfg: TeacherConfig) -> list[Record]:
     client = LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())],
                                       cache_path=out / CACHE if cfg.cache else None,
                                       concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
                                       max_retries=cfg.retries)
     try:
-        return await _label_into(out, todo, schema, client, cfg)
+        return await _label_into(out, todo, dataset, client, cfg)
     finally:
         await client.aclose()
 
 
-def _label_todo(out: Path, todo: list[Record], schema: TaskSchema, cfg: TeacherConfig,
+def _label_todo(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: TeacherConfig,
                 client: LLMClient | None) -> list[Record]:
     if client is not None:
-        return asyncio.run(_label_into(out, todo, schema, client, cfg))
+        return asyncio.run(_label_into(out, todo, dataset, client, cfg))
     with endpoint(cfg) as ep:
-        return asyncio.run(_label_with_endpoint(out, todo, schema, ep, cfg))
+        return asyncio.run(_label_with_endpoint(out, todo, dataset, ep, cfg))
 
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
@@ -206,14 +212,14 @@ def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
     from teacher.report import write_report
 
     cfg.check_source()
-    records, schema = load_records(cfg, resolve_config_path(cfg.config))
-    check_method(cfg.method, schema)
-    out = prepare_out(cfg)
+    records, dataset = load_records(cfg, resolve_config_path(cfg.config))
+    check_method(cfg.method, dataset.task_schema)
+    out = prepare_out(cfg, dataset.mentions)
     repair_predictions(out / PREDICTIONS, records)
     done = {(r.id, r.text) for r in finished(out / PREDICTIONS, records)}
     todo = [r for r in records if (r.id, r.text) not in done]
     log.info("%s: %d records, %d already labelled", out, len(records), len(records) - len(todo))
-    labelled = _label_todo(out, todo, schema, cfg, client) if todo else []
+    labelled = _label_todo(out, todo, dataset, cfg, client) if todo else []
     failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
     write_failures(out / FAILURES, failures)
     if failures:
@@ -221,5 +227,5 @@ def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
             (out / name).unlink(missing_ok=True)
         raise IncompleteRun(failures, len(records), out / FAILURES)
     if any(r.entities or r.relations for r in records):
-        write_report(out, records, finished(out / PREDICTIONS, records), schema, cfg)
+        write_report(out, records, finished(out / PREDICTIONS, records), dataset, cfg)
     return out

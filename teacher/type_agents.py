@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 
-from teacher.answers import MentionList, PairList
+from teacher.answers import agent_answers
 from teacher.claims import Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
 from teacher.context import RecordContext
 
@@ -21,8 +21,8 @@ def re_agent_name(relation: str) -> str:
 
 async def ner_agent(ctx: RecordContext, etype: str) -> list[EntityClaim]:
     # The config's examples stay out of the prompt: a small model copies them as answers.
-    [c] = await ctx.ask("ner_agent", MentionList, role="ner_agent", agent=ner_agent_name(etype),
-                        params=ctx.params("extract"), type=etype,
+    [c] = await ctx.ask("ner_agent", agent_answers(ctx.rules.profile).mention_list, role="ner_agent",
+                        agent=ner_agent_name(etype), params=ctx.params("extract"), type=etype,
                         description=ctx.schema.entity_types[etype].description,
                         others=", ".join(t for t in ctx.schema.entity_types if t != etype))
     if not c.ok:
@@ -55,7 +55,8 @@ async def re_agent(ctx: RecordContext, relation: str, entities: Sequence[Arg]) -
     spec = ctx.schema.relation_types[relation]
     heads, tails = candidates(entities, spec.head), candidates(entities, spec.tail)
     agent = re_agent_name(relation)
-    [c] = await ctx.ask("re_agent", PairList, role="re_agent", agent=agent, params=ctx.params("extract"),
+    [c] = await ctx.ask("re_agent", agent_answers(ctx.rules.profile).pair_list, role="re_agent", agent=agent,
+                        params=ctx.params("extract"),
                         relation=relation, description=spec.description, head_types="|".join(spec.head) or "any",
                         tail_types="|".join(spec.tail) or "any", heads=_listing(heads), tails=_listing(tails))
     if not c.ok:

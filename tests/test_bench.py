@@ -210,3 +210,21 @@ def test_bench_on_the_real_embedded_server(tmp_path):
     assert row["latency_p50_s"] > 0 and row["cached_calls_fraction"] == 0.0
     overhead = data["orchestration overhead"]["direct"]
     assert overhead["replayed_calls"] >= 1 and overhead["replay_wall_s"] > 0
+
+
+def test_bench_scores_as_the_config_s_score_section_says(tmp_path):
+    from ie.config import load_config, resolve_config_path
+    from ie.schema import write_records
+
+    nyt = load_config(resolve_config_path("nyt"))
+    text = "Reykjavik is in Iceland ; Iceland ."
+    ents = [{"start": 0, "end": 9, "type": "Entity", "text": "Reykjavik"},
+            {"start": 16, "end": 23, "type": "Entity", "text": "Iceland"},
+            {"start": 26, "end": 33, "type": "Entity", "text": "Iceland"}]
+    rel = [{"head": 1, "tail": 0, "type": "/location/location/contains"}]
+    gold = [Record(id="g", text=text, entities=ents[:2], relations=rel)]
+    write_records(tmp_path / "predictions" / "direct.jsonl",
+                  [Record(id="g", text=text, entities=[ents[0], ents[2]], relations=rel)])
+    row = {"model": "m", "wall_s": 1.0}
+    metrics = bench_run._metrics("direct", row, gold, tmp_path, nyt, bench.BenchConfig(config="nyt"))
+    assert metrics.re_f1 == 100.0  # strings mode (configs/nyt.yaml `score:`): the triple's strings match

@@ -12,6 +12,7 @@ from distill.template import (
     to_example,
 )
 from ie.config import load_config, resolve_config_path
+from ie.mentions import MentionProfile
 from ie.schema import Entity, Record, Relation
 
 SCHEMA = load_config(resolve_config_path("conll04")).task_schema
@@ -116,3 +117,6 @@ def test_answer_model_enumerates_types():
     with pytest.raises(ValidationError):
         model.model_validate({"entities": [{"text": "x", "type": "PER"}], "relations": []})
     assert answer_model(SCHEMA) is model
+    capped = json.dumps(answer_model(SCHEMA, MentionProfile(max_chars=40, items_per_sentence=10,
+                                                            relations_per_sentence=5)).model_json_schema())
+    assert '"maxLength": 40' in capped and '"maxItems": 10' in capped and '"maxItems": 5' in capped

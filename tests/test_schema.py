@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ie.config import ConfigError, load_config, resolve_config_path
+from ie.config import ConfigError, ScoreOptions, load_config, resolve_config_path, score_options, words_of_name
 from ie.schema import Record, RecordFormatError, append_record, read_records, write_records
 
 TEXT = "Reagan lives in America ."
@@ -73,3 +73,20 @@ def test_config_errors_name_the_field(tmp_path):
         load_config(path)
     with pytest.raises(ConfigError, match="no such config file"):
         resolve_config_path("nope")
+
+
+def test_score_options_come_from_the_config_and_flags_override_them(tmp_path):
+    nyt = load_config(resolve_config_path("nyt"))
+    assert score_options(nyt) == ScoreOptions(re_mode="strings")
+    assert score_options(nyt, re_mode="strict", symmetric=None).re_mode == "strict"
+    assert score_options(None) == ScoreOptions() and score_options(load_config(resolve_config_path("semeval"))).semeval
+    path = tmp_path / "c.yaml"
+    path.write_text("name: x\nformat: spert\nschema: {entity_types: {A: {description: a}}}\nscore: {re_mod: x}\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: field 'score.re_mod'"):
+        load_config(path)
+
+
+def test_type_words_default_to_the_words_of_the_type_name():
+    assert words_of_name("OtherScientificTerm") == ["other scientific term"]
+    assert [words_of_name(n)[0] for n in ("PER", "Used-for", "Live_In", "HTTPServer")] == [
+        "per", "used for", "live in", "http server"]

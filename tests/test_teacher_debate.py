@@ -74,7 +74,7 @@ CONFLICT = {("MentionList", "Org"): items("Smithsonian"),
 def test_conflict_settled_by_consensus_in_round_one_without_summarizer():
     # Options are sorted by label: A = "Smithsonian" is Loc, B = "Smithsonian" is Org.
     script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("B"), ("DebateAnswer", "Org"): stance("B")})
-    out = label(script, SMITHSONIAN)
+    out = label(script, SMITHSONIAN, max_rounds=2, summarizer="generate")
     assert entities(out) == [("Smithsonian", "Org"), ("Washington", "Loc")]
     [conflict] = out.model_extra["debate"]["conflicts"]
     assert conflict["kind"] == "label" and conflict["settled_by"] == "consensus_round_1"
@@ -107,7 +107,7 @@ def test_debaters_see_each_others_claims_and_reasons():
 def test_deadlock_goes_to_the_summarizer_after_max_rounds():
     script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("A"), ("DebateAnswer", "Org"): stance("B"),
                      "SummaryAnswer": stance("B", 0.7, key="verdicts")})
-    out = label(script, SMITHSONIAN)
+    out = label(script, SMITHSONIAN, max_rounds=2, summarizer="generate")
     [conflict] = out.model_extra["debate"]["conflicts"]
     assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Org'
     roles = script.roles(out)
@@ -213,7 +213,7 @@ def test_extent_check_is_off_at_zero_and_skips_short_mentions():
 def test_relation_feedback_adds_an_entity_ner_missed():
     script = Script({**FEEDBACK, ("VerifyAnswer", "Loc"): {"verdicts": [{"item": 1, "accept": True,
                                                                            "confidence": 0.9}]}})
-    out = label(script, DIXON)
+    out = label(script, DIXON, summarizer="generate")
     assert entities(out) == [("Ronald Reagan", "Peop"), ("Dixon", "Loc"), ("Illinois", "Loc")]
     assert [(out.entities[r.head].text, r.type, out.entities[r.tail].text) for r in out.relations] == [
         ("Ronald Reagan", "Live_In", "Illinois")]

@@ -1,44 +1,23 @@
-"""The teacher's pure parts, without any model: mention post-processing, conflict detection, Δ and alignment,
+"""The teacher's pure parts, without any model: conflict detection, Δ and alignment,
 confidence, voting, prompt rendering."""
 import pytest
 
 from ie.config import load_config, resolve_config_path
+from ie.mentions import MentionRules
 from teacher.alignment import Check, align, delta
 from teacher.claims import Arg, Decision, EntityClaim, RelationClaim, relation_claim
 from teacher.confidence import record_confidence, score, settled_weight
 from teacher.conflicts import entity_conflicts, parse_letter, relation_conflicts
-from teacher.mentions import MentionRules, clean_mention, ground, name_core, resolve_overlaps
 from teacher.self_consistency import sample_weights, vote
 from teacher.templates import escape_text, render
 
-SCHEMA = load_config(resolve_config_path("conll04")).task_schema
-RULES = MentionRules()
+CONLL04 = load_config(resolve_config_path("conll04"))
+SCHEMA = CONLL04.task_schema
+RULES = MentionRules(CONLL04.mentions)
 
 
 def ent(text, start, etype, conf=0.9, agent=None):
     return EntityClaim(Arg(start, start + len(text), etype, text), agent or f"ner:{etype}", conf)
-
-
-def test_mentions_are_cleaned_filtered_and_grounded_loosely():
-    text = "said Kevin O 'Brien , of the Palace of Fine Arts in 10 , 000 acres ."
-    assert clean_mention("Peop: Kevin", ["Peop"]) == "Kevin" and clean_mention('"Kevin (Peop)"', ["Peop"]) == "Kevin"
-    assert [s.text for s in ground(text, "Kevin O'Brien", RULES)] == ["Kevin O 'Brien"]
-    assert [s.text for s in ground(text, "10,000 acres", RULES)] == ["10 , 000 acres"]
-    assert [s.text for s in ground(text, "the Palace of Fine Arts", RULES)] == ["Palace of Fine Arts"]
-    said = "Khrushchev 's aide and Ms. Carpenter 's office called Reagan’s staff ."
-    assert [[s.text for s in ground(said, m, RULES)] for m in (
-        "Khrushchev 's", "Khrushchev's", "Ms. Carpenter 's office", "Reagan’s")] == [
-        ["Khrushchev"], ["Khrushchev"], ["Ms. Carpenter"], ["Reagan"]]
-    tokenised = MentionRules(tokens=((0, 5), (6, 7), (8, 14)))
-    assert [s.text for s in ground("Dixon , Boise.", "Boise", tokenised)] == ["Boise."]
-    assert ground(text, "he", RULES) == [] and ground(text, "acres", RULES) == []  # pronoun; no capital/digit
-    assert ground(text, "Paris", RULES) == []
-    # Lowercase context around a name goes; a number phrase keeps its unit.
-    assert [name_core(m) for m in ("in San Francisco", "Hong Kong construction firm", "27 percent", "all")] == [
-        "San Francisco", "Hong Kong", "27 percent", ""]
-    assert [s.text for s in ground(text, "of the Palace of Fine Arts in", RULES)] == ["Palace of Fine Arts"]
-    assert resolve_overlaps([((0, 10), 0.0, "long"), ((5, 10), 0.0, "short"), ((20, 25), 0.0, "other")]) == [
-        "long", "other"]
 
 
 def test_label_and_boundary_conflicts_are_separate_and_repeats_debated_once():
@@ -133,3 +112,39 @@ def test_prompts_delimit_text_and_put_the_shared_part_first():
     assert two[1]["content"].startswith(shared) and shared.count("</text>") == 1
     with pytest.raises(KeyError):
         render("ner_agent", SCHEMA, text, type="Peop")  # no description
+
+
+def test_prompts_speak_of_the_schema_s_types_unless_a_config_says_otherwise():
+    import asyncio
+
+    from ie.llm.client import LLMClient
+    from ie.llm.fake import ScriptedTransport, next_token_response
+    from ie.schema import Record
+    from teacher.config import TeacherConfig
+    from teacher.context import RecordContext
+    from teacher.likelihood_judge import span_scores, type_words
+    from teacher.name_extent import name_in
+    from teacher.templates import PROMPT_DIR
+
+    for path in PROMPT_DIR.glob("*.txt"):
+        assert "named entit" not in path.read_text() and "title" not in path.read_text(), path.name
+    scierc = load_config(resolve_config_path("scierc")).task_schema
+    assert type_words(scierc)["OtherScientificTerm"] == ["other scientific term"]
+
+    def prompts(schema, cfg):
+        transport = ScriptedTransport(lambda r: next_token_response({"none": 1.0}) if "which type" in
+                                      r.messages[1]["content"] else '{"name": "x"}')
+        ctx = RecordContext(Record(id="r", text="A B C ."), schema, LLMClient([transport]), cfg, "crossagentie")
+        asyncio.run(span_scores(ctx, "A B"))
+        asyncio.run(name_in(ctx, "A B C", next(iter(schema.entity_types))))
+        return [r.messages[1]["content"] for r in transport.requests]
+
+    judge, extent = prompts(scierc, TeacherConfig())
+    assert "; none (none of these types)." in judge and "other scientific term (like" in judge
+    assert extent.endswith('"A B C" was labelled task. Copy from it only the task itself: leave out the words '
+                           'around it that are not part of the task.')
+    conll04 = TeacherConfig.from_sources(CONLL04.section("teacher"), {})
+    judge, extent = prompts(SCHEMA, conll04)  # CoNLL04's measured prompts, word for word
+    assert "; none (not a named entity)." in judge
+    assert extent.endswith('"A B C" was labelled person. Copy from it only the person\'s name itself: leave out '
+                           'titles, job words, and the organization or place around the name.')

@@ -285,3 +285,45 @@ def test_cli_refuses_an_unknown_split_a_mistyped_setting_and_abbreviated_flags(t
     with pytest.raises(SystemExit):
         main(["run", "--split", "dev", "--max-round", "1"])
     assert "unrecognized arguments: --max-round" in capsys.readouterr().err
+
+
+def test_mention_rules_moved_to_the_dataset_config_and_defaults_suit_a_new_schema():
+    for name in ("require_capital_or_digit", "max_mention_words"):
+        with pytest.raises(ConfigError, match=rf"teacher.{name}: moved to the dataset config's `mentions:`"):
+            TeacherConfig.from_sources({name: 5}, {})
+    cfg = TeacherConfig()
+    assert (cfg.summarizer, cfg.max_rounds, cfg.re_mode) == ("likelihood", 0, None)
+
+
+def test_report_scores_as_the_config_s_score_section_says(tmp_path):
+    from ie.config import load_config, resolve_config_path
+    from teacher.report import write_report
+
+    nyt = load_config(resolve_config_path("nyt"))
+    text = "Reykjavik is in Iceland ; Iceland ."
+    ents = [{"start": 0, "end": 9, "type": "Entity", "text": "Reykjavik"},
+            {"start": 16, "end": 23, "type": "Entity", "text": "Iceland"},
+            {"start": 26, "end": 33, "type": "Entity", "text": "Iceland"}]
+    gold = [Record(id="g", text=text, entities=ents[:2],
+                   relations=[{"head": 1, "tail": 0, "type": "/location/location/contains"}])]
+    # The same triple on the other "Iceland": right as strings, wrong in strict mode.
+    pred = [Record(id="g", text=text, entities=[ents[0], ents[2]],
+                   relations=[{"head": 1, "tail": 0, "type": "/location/location/contains"}])]
+    metrics = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt"))
+    assert metrics["re"]["mode"] == "strings" and metrics["re"]["micro"]["tp"] == 1
+    assert "RE (strings)" in (tmp_path / "report.md").read_text()
+    strict = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt", re_mode="strict"))
+    assert strict["re"]["micro"]["tp"] == 0
+
+
+def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
+    from ie.config import resolve_config_path
+
+    config = tmp_path / "conll04.yaml"
+    config.write_text(resolve_config_path("conll04").read_text())
+    cfg, transport = setup(tmp_path, config=str(config))
+    run(cfg, client(transport, cfg.out_dir))
+    assert json.loads((cfg.out_dir / "config.json").read_text())["mentions"]["max_words"] == 5
+    config.write_text(config.read_text().replace("  max_words: 5", "  max_words: 6"))
+    with pytest.raises(ConfigError, match="holds a run with mentions="):
+        run(cfg, client(transport, cfg.out_dir))

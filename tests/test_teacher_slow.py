@@ -197,3 +197,35 @@ def test_the_real_servers_context_overflow_is_a_transport_failure(endpoint):
     with pytest.raises(TransportError) as info:
         asyncio.run(ask())
     assert info.value.reason == "context overflow" and info.value.status == 400 and "after" not in str(info.value)
+
+
+def test_a_schema_with_no_teacher_section_runs_on_its_own_mention_rules_and_type_words(endpoint, tmp_path):
+    # SciERC: lowercase terms, pronouns as entities, multi-word type names; the defaults and its `mentions:`.
+    import asyncio
+
+    from ie.mentions import MentionRules, ground
+    from teacher.context import RecordContext
+    from teacher.likelihood_judge import NOT_ENTITY, span_scores
+
+    dataset = load_config(resolve_config_path("scierc"))
+    short = sorted(load_split(dataset, "dev")[:20], key=lambda r: len(r.text))[:2]
+    write_records(tmp_path / "two.jsonl", short)
+    fast = {k: v for k, v in FAST.items() if k != "max_rounds"}
+    cfg = TeacherConfig(config="scierc", input=str(tmp_path / "two.jsonl"), method="crossagentie",
+                        out=str(tmp_path / "out"), **fast)
+    client = LLMClient.from_endpoints([endpoint], concurrency=2, max_parse_retries=0)
+    out = run(cfg, client)
+    saved = json.loads((out / "config.json").read_text())
+    assert (saved["summarizer"], saved["max_rounds"]) == ("likelihood", 0)
+    rules = MentionRules(dataset.mentions)
+    for pred in read_records(out / "predictions.jsonl"):
+        assert "error" not in pred.model_extra["stats"]
+        assert not any(c["role"] == "debater" for c in pred.model_extra["debate"]["calls"])
+        for e in pred.entities:  # what was kept passes the profile as it stands
+            assert (e.start, e.end) in {(s.start, s.end) for s in ground(pred.text, e.text, rules)}
+    ctx = RecordContext(Record(id="r", text="We use it for parsing ."), dataset.task_schema,
+                        LLMClient.from_endpoints([endpoint]), TeacherConfig(**fast), "direct", dataset.mentions)
+    scores = asyncio.run(span_scores(ctx, "it"))  # "other scientific term": words the model can say
+    assert scores is not None and set(scores.probabilities) == {*dataset.task_schema.entity_types, NOT_ENTITY}
+    [call] = ctx.transcript.calls
+    assert "error" not in call and call["completion_tokens"] == 1
