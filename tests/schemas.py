@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ie.config import TaskSchema
+from ie.config import TaskSchema, load_config, resolve_config_path
 
 # Lowercase mentions: the toolkit's capital filter would drop every one of them.
 RULES = {"require_capital_or_digit": False}
@@ -51,8 +51,10 @@ class Case:
 
 def _schema(entities: dict[str, str], relations: dict[str, tuple[str, list[str], list[str]]],
             exclusive: object = "all", nested: bool = False) -> TaskSchema:
+    """The judge's answer word of each type is set: the first word of its name, lowercased."""
     return TaskSchema.model_validate({
-        "entity_types": {name: {"description": d} for name, d in entities.items()},
+        "entity_types": {name: {"description": d, "words": [name.split("-")[0].lower()]}
+                         for name, d in entities.items()},
         "relation_types": {name: {"description": d, "head": h, "tail": t} for name, (d, h, t) in relations.items()},
         "exclusive_relations": exclusive, "nested_entities": nested})
 
@@ -63,16 +65,18 @@ SCIERC = Case(
         {"Method": "a method, model, algorithm or system (e.g. conditional random fields)",
          "Task": "a task: a problem to solve or an application (e.g. machine translation)",
          "Metric": "a metric or measure of quality (e.g. f1, accuracy)",
-         "Material": "data, a corpus or a resource (e.g. the penn treebank)"},
-        {"USED-FOR": ("the head is used for the tail", ["Material", "Method"], ["Task", "Method"]),
+         "Material": "data, a corpus or a resource (e.g. the penn treebank)",
+         "OtherScientificTerm": "a scientific term that is none of the above (e.g. named entity, features)"},
+        {"USED-FOR": ("the head is used for the tail", ["Material", "Method"], ["OtherScientificTerm", "Task"]),
          "EVALUATE-FOR": ("the head metric evaluates the tail", ["Metric", "Material"], ["Method", "Task"]),
          "PART-OF": ("the head is a part of the tail", [], []),
          "CONJUNCTION": ("the head and tail are used together", [], [])},
         exclusive=[["USED-FOR", "EVALUATE-FOR"]], nested=True),
     text="we apply a conditional random fields model to named entity recognition and report f1 on the corpus .",
-    mentions={"Method": ["conditional random fields model"], "Task": ["named entity recognition", "entity recognition"],
-              "Metric": ["f1"]},
-    relation=("USED-FOR", "corpus", "entity recognition"),  # the nested mention, not the one around it
+    # "named entity" nests inside "named entity recognition": both are kept, and neither conflicts.
+    mentions={"Method": ["conditional random fields model"], "Task": ["named entity recognition"],
+              "OtherScientificTerm": ["named entity"], "Metric": ["f1"]},
+    relation=("USED-FOR", "corpus", "named entity recognition"),  # the mention around the nested one
     missing=("corpus", "Material"),
     conflict=("named entity recognition", "Task", "Method"),
     long=("conditional random fields model", "Method", "conditional random fields"),
@@ -122,4 +126,17 @@ SEMEVAL = Case(
     routed=(("Nominal",), ("Cause-Effect(e2,e1)", "Component-Whole(e1,e2)")),
 )
 
-CASES = (SCIERC, NYT, SEMEVAL)
+CONLL04 = Case(
+    name="conll04",
+    schema=load_config(resolve_config_path("conll04")).task_schema,
+    text="Former President Ronald Reagan grew up in Dixon , Illinois , and visited the Smithsonian .",
+    mentions={"Peop": ["Former President Ronald Reagan"], "Loc": ["Dixon"], "Org": ["Smithsonian"]},
+    relation=("Live_In", "Reagan", "Illinois"),
+    missing=("Illinois", "Loc"),
+    conflict=("Smithsonian", "Org", "Loc"),
+    long=("Former President Ronald Reagan", "Peop", "Ronald Reagan"),
+    routed=(("Peop", "Loc"), ("Live_In", "Work_For")),
+)
+
+MORE = (SCIERC, NYT, SEMEVAL)  # the schemas beside CoNLL04's
+CASES = (CONLL04, *MORE)
