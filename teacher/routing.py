@@ -42,7 +42,8 @@ class Routing:
     fallback: str | None = None  # why every type was routed instead (the call's error)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON holds it (lists, not tuples), so a record reads the same before and after it is written."""
+        return {**asdict(self), "entity_types": list(self.entity_types), "relation_types": list(self.relation_types)}
 
 
 def enabled(ctx: RecordContext) -> bool:
