@@ -45,9 +45,9 @@ class TeacherConfig:
                                    "to a type agent for the name inside it (0 = off)")
     cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
     seed: int = _opt(0, "base seed for sampling and speaking order")
-    routing: str = _opt("auto", "crossagentie: one call first names the entity and relation types in the sentence, "
-                        "and only their type agents are called: off, on, or auto (on when the schema has at least "
-                        "--route-min-types types)")
+    routing: str = _opt("auto", "crossagentie: a cheap step first picks the entity and relation types in the "
+                        "sentence (see --route-by), and only their type agents are called: off, on, or auto (on "
+                        "when the schema has at least --route-min-types types)")
     route_min_types: int = _opt(16, "routing auto: route when the schema has at least this many entity plus "
                                 "relation types (NYT's 25 route; CoNLL04's 9 and SciERC's 13 call every agent)")
     route_by: str = _opt("answer", "how types are routed: answer (one call naming them, JSON constrained to "

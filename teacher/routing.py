@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
@@ -95,21 +95,21 @@ def decide(schema: TaskSchema, entity_names: Sequence[str], relation_names: Sequ
     return Routing(entities, tuple(relations), skipped)
 
 
-async def by_answer(ctx: RecordContext) -> tuple[Routing, dict[str, Any] | None, str | None]:
-    """One JSON call naming the types: (routing, the answer, error)."""
+async def by_answer(ctx: RecordContext) -> Routing:
+    """One JSON call naming the types."""
     schema = ctx.schema
     answer = route_answer(tuple(schema.entity_types), tuple(schema.relation_types))
     [c] = await ctx.ask("route", answer, role="router", agent="router", params=ctx.params("extract"),
                         entity_list=type_list(schema), relation_list=relation_menu(schema))
     if not c.ok:
-        return every_type(schema), None, c.error
+        return every_type(schema, fallback=c.error)
     value = c.value.model_dump()
-    return decide(schema, value["entity_types"], value.get("relation_types", [])), value, None
+    return replace(decide(schema, value["entity_types"], value.get("relation_types", [])), answer=value)
 
 
-async def by_likelihood(ctx: RecordContext) -> tuple[Routing, dict[str, Any] | None, str | None]:
-    """A one-token yes/no per type: (routing, P(yes) by type, error). A type the endpoint cannot score is
-    routed; when it can score none, every type is."""
+async def by_likelihood(ctx: RecordContext) -> Routing:
+    """A one-token yes/no per type (the transcript's `asked` names the type); the answer is P(yes) by type. A
+    type the endpoint cannot score is routed; when it can score none, every type is."""
     schema, threshold = ctx.schema, ctx.cfg.route_threshold
     asked = [("route_entity", n, s.description) for n, s in schema.entity_types.items()]
     asked += [("route_relation", n, s.description) for n, s in schema.relation_types.items()]
@@ -117,11 +117,12 @@ async def by_likelihood(ctx: RecordContext) -> tuple[Routing, dict[str, Any] | N
                                               name=name, description=description,
                                               entity_types=", ".join(schema.entity_types))
                                    for template, name, description in asked))
-    scores = {name: c.value.probabilities["yes"] for (_, name, _), [c] in zip(asked, found) if c.ok}
+    scores = {(t, name): c.value.probabilities["yes"] for (t, name, _), [c] in zip(asked, found) if c.ok}
     if not scores:
-        return every_type(schema), None, next(c.error for [c] in found)
-    kept = [name for _, name, _ in asked if scores.get(name, 1.0) >= threshold]
-    return decide(schema, kept, kept), {name: round(p, 4) for name, p in scores.items()}, None
+        return every_type(schema, fallback=next(c.error for [c] in found))
+    kept = {(t, name) for t, name, _ in asked if scores.get((t, name), 1.0) >= threshold}
+    routing = decide(schema, [n for t, n in kept if t == "route_entity"], [n for t, n in kept if t != "route_entity"])
+    return replace(routing, answer={name: round(p, 4) for (_, name), p in scores.items()})
 
 
 ROUTERS = {"answer": by_answer, "likelihood": by_likelihood}
@@ -131,8 +132,7 @@ async def route(ctx: RecordContext) -> Routing:
     """This sentence's routing (every type when routing is off for the schema; then nothing is recorded)."""
     if not enabled(ctx):
         return every_type(ctx.schema)
-    routing, answer, error = await ROUTERS[ctx.cfg.route_by](ctx)
-    routing = Routing(routing.entity_types, routing.relation_types, routing.skipped, answer, error)
+    routing = await ROUTERS[ctx.cfg.route_by](ctx)
     ctx.transcript.routing = routing.as_dict()
     return routing
 
