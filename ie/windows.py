@@ -27,7 +27,6 @@ from typing import Any
 
 from ie.schema import Entity, Record, Relation
 
-DEFAULT_CONTEXT_TOKENS = 2048  # when neither the server nor a flag says: the smallest context served here
 CHAT_MARGIN_TOKENS = 32  # the chat template's role markers around the messages
 MIN_WINDOW_TOKENS = 64  # a smaller text budget leaves no room for a sentence: a configuration error
 _PIECE = re.compile(r"[^\W\d_]+|\d+|\n|[ \t]{2,}|[^\w\s]")
@@ -56,15 +55,19 @@ def estimate_tokens(text: str) -> int:
     return total
 
 
-def context_tokens(served: int | None, flag: int | None) -> int:
+def context_tokens(served: int | None, flag: int | None) -> int | None:
     """The context one request may use: the smaller of what the server reports and the flag (the flag may only
-    narrow a server's context), whichever is known, else `DEFAULT_CONTEXT_TOKENS`."""
+    narrow a server's context), whichever is known; None when neither is (texts are then labelled whole, and
+    one too long for the real context fails as a "context overflow" and is listed, never written empty)."""
     known = [n for n in (served, flag) if n]
-    return min(known) if known else DEFAULT_CONTEXT_TOKENS
+    return min(known) if known else None
 
 
-def text_budget(context: int, prompt_tokens: int, answer_tokens: int) -> int:
-    """Tokens left for the text: the context less the prompt around it, the answer and the chat markup."""
+def text_budget(context: int | None, prompt_tokens: int, answer_tokens: int) -> int | None:
+    """Tokens left for the text: the context less the prompt around it, the answer and the chat markup (None for
+    an unknown context: no windows)."""
+    if context is None:
+        return None
     budget = context - prompt_tokens - answer_tokens - CHAT_MARGIN_TOKENS
     if budget < MIN_WINDOW_TOKENS:
         raise ValueError(f"a context of {context} tokens leaves {budget} for the text after a {prompt_tokens}-token "
@@ -231,14 +234,13 @@ def merge_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def label_in_windows(record: Record, budget: int, label: Callable[[Record], Awaitable[Record]],
+async def label_in_windows(record: Record, budget: int | None, label: Callable[[Record], Awaitable[Record]],
                            size: int | None = None) -> Record:
-    """`label(record)` when the text fits `budget`; else `label` on each window (of at most `size` estimated
-    tokens, see `split_windows`) and the results merged. The
-    merged record's `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's
+    """`label(record)` when the text fits `budget` (or the budget is unknown: None); else `label` on each window
+    (of at most `size` estimated tokens, see `split_windows`) and the results merged. The merged record's `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's
     `start`, `end` and its other extras (e.g. the teacher's `debate` transcript and `confidence`)."""
-    windows = split_windows(record, budget, size)
-    if len(windows) == 1:
+    windows = split_windows(record, budget, size) if budget is not None else []
+    if len(windows) <= 1:
         return await label(record)
     parts = await asyncio.gather(*(label(w.record) for w in windows))
     merged = merge_windows(record, windows, parts)

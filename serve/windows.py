@@ -9,8 +9,8 @@ from ie.llm.server_info import client_endpoints, served_context
 from ie.windows import context_tokens, estimate_tokens, text_budget
 
 
-async def student_budget(client: LLMClient, schema: TaskSchema, max_tokens: int, flag: int | None) -> int:
-    """Tokens of text one request may hold: the endpoint's context (`/props`, else `flag`, else the default)
+async def student_budget(client: LLMClient, schema: TaskSchema, max_tokens: int, flag: int | None) -> int | None:
+    """Tokens of text one request may hold: the endpoint's context (`/props`, else `flag`; None when neither says)
     less the student prompt around an empty text and `max_tokens` of answer."""
     context = context_tokens(await served_context(client_endpoints(client)), flag)
     prompt = sum(estimate_tokens(m["content"]) for m in build_messages("", schema))

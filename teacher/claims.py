@@ -80,10 +80,12 @@ def entity_claims(text: str, items: Sequence, etype: str, agent: str, rules: Men
 
 def snap(spans: Sequence[Span], allowed: Sequence[str], entities: Sequence[Arg]) -> list[Arg]:
     """Relation arguments onto known entities of an allowed type where they overlap ("Reagan" -> "Ronald
-    Reagan"); otherwise the span itself, typed with the first allowed type."""
+    Reagan"), the one with the same span first (nested entities); otherwise the span itself, typed with the
+    first allowed type."""
     args = []
     for s in spans:
         known = [e for e in entities if e.type in allowed and overlaps(e.span, (s.start, s.end))]
+        known.sort(key=lambda e: e.span != (s.start, s.end))
         args.append(known[0] if known else Arg(s.start, s.end, allowed[0], s.text))
     return sorted(set(args))
 

@@ -16,6 +16,8 @@ from ie.scoring import RE_MODES
 SUMMARIZERS = ("generate", "likelihood")
 # Settings that moved to the dataset config's `mentions:` section (ie.mentions.MentionProfile).
 MOVED = {"require_capital_or_digit": "mentions.require_capital_or_digit", "max_mention_words": "mentions.max_words"}
+ROUTING = ("off", "auto", "on")
+ROUTERS = ("answer", "likelihood")
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -54,6 +56,14 @@ class TeacherConfig:
     judge_none: str = _opt("none of these types", "what the likelihood judge's option 'none' is said to mean")
     cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
     seed: int = _opt(0, "base seed for sampling and speaking order")
+    routing: str = _opt("auto", "crossagentie: a cheap step first picks the entity and relation types in the "
+                        "sentence (see --route-by), and only their type agents are called: off, on, or auto (on "
+                        "when the schema has at least --route-min-types types)")
+    route_min_types: int = _opt(16, "routing auto: route when the schema has at least this many entity plus "
+                                "relation types (NYT's 25 route; CoNLL04's 9 and SciERC's 13 call every agent)")
+    route_by: str = _opt("answer", "how types are routed: answer (one call naming them, JSON constrained to "
+                         "the schema's type names) or likelihood (a one-token yes/no per type; needs top_logprobs)")
+    route_threshold: float = _opt(0.5, "route_by likelihood: route a type whose P(yes) is at least this")
     extract_temperature: float = _opt(0.0, "temperature of extraction agents")
     debate_temperature: float = _opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
     frequency_penalty: float = _opt(0.1, "frequency penalty of debaters (paper: 0.1)")
@@ -76,6 +86,8 @@ class TeacherConfig:
     def __post_init__(self) -> None:
         from teacher.methods import METHODS
 
+        if isinstance(self.routing, bool):  # YAML 1.1 reads a bare off/on as a boolean
+            self.routing = "on" if self.routing else "off"
         check_field_types(self, "teacher")
 
         if self.method not in METHODS:
@@ -86,7 +98,7 @@ class TeacherConfig:
             raise ConfigError(f"teacher.structured_output: one of {STRUCTURED_OUTPUTS}, got {self.structured_output!r}")
         if self.endpoint and self.model:
             raise ConfigError("teacher.model: --model starts the embedded server; drop it when using --endpoint")
-        for name in ("concurrency", "max_tokens", "sc_samples", "window_tokens"):
+        for name in ("concurrency", "max_tokens", "sc_samples", "window_tokens", "route_min_types"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
         for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries", "retries"):
@@ -101,6 +113,12 @@ class TeacherConfig:
                 raise ConfigError(f"teacher.{name}: must be in [0, 2], got {getattr(self, name)}")
         if self.summarizer not in SUMMARIZERS:
             raise ConfigError(f"teacher.summarizer: one of {SUMMARIZERS}, got {self.summarizer!r}")
+        if self.routing not in ROUTING:
+            raise ConfigError(f"teacher.routing: one of {ROUTING}, got {self.routing!r}")
+        if self.route_by not in ROUTERS:
+            raise ConfigError(f"teacher.route_by: one of {ROUTERS}, got {self.route_by!r}")
+        if not 0.0 <= self.route_threshold <= 1.0:
+            raise ConfigError(f"teacher.route_threshold: must be in [0, 1], got {self.route_threshold}")
         if self.re_mode is not None and self.re_mode not in RE_MODES:
             raise ConfigError(f"teacher.re_mode: one of {RE_MODES}, got {self.re_mode!r}")
         for name in ("timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s"):

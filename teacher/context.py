@@ -28,13 +28,14 @@ R = TypeVar("R")
 @dataclass
 class Transcript:
     """The record's `debate` extra: every call, every conflict and how it was settled, each long mention's name
-    extent check, Δ per cross-task round."""
+    extent check, Δ per cross-task round, and the types routed to agents (see `teacher.routing`)."""
     method: str
     calls: list[dict[str, Any]] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     alignment: list[dict[str, Any]] = field(default_factory=list)
     extents: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    routing: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -133,5 +134,6 @@ class RecordContext:
             "ungrounded_items": self.ungrounded,
             "conflicts": len(settled),
             "unresolved_conflicts": sum(s == "fallback" for s in settled),
+            "agents_skipped_by_routing": len(self.transcript.routing.get("skipped", {})),
             "wall_s": round(wall_s, 3),
         }

@@ -4,8 +4,9 @@ the NER type agents (or, with `summarizer: likelihood`, the likelihood Summarize
 relations require but NER lacks (Δ, see `alignment`); the entities they add or retype go back to the RE agents
 that have not seen them. Rounds are bounded.
 
-Cost: a feedback call is made only for a type agent with entities to check (all of them in one call), and a
-later round re-runs only the RE agents with candidates they have neither been shown nor named themselves.
+Cost: a feedback call is made only for a type agent with entities to check (all of them in one call), an entity
+is checked once a record, and a later round re-runs only the RE agents with candidates they have neither been
+shown nor named themselves: a round that changes no entity is the last.
 """
 from __future__ import annotations
 
@@ -69,20 +70,31 @@ def merge(old: Sequence[Decision], new: Sequence[Decision], schema: TaskSchema) 
     return kept
 
 
+def unasked(gap: Delta, asked: set[Arg]) -> Delta:
+    """The part of Δ no check has been asked about yet."""
+    return Delta(gap.ner_only, tuple(a for a in gap.missing if a not in asked),
+                 tuple(m for m in gap.mismatched if m[1] not in asked))
+
+
 def unseen(ctx: RecordContext, entities: Sequence[Arg], shown: dict[str, set[Arg]]) -> list[str]:
     """Relation types whose type-compatible candidates include an entity their agent has not yet seen."""
-    return [name for name, spec in ctx.schema.relation_types.items()
-            if set(candidates(entities, spec.head) + candidates(entities, spec.tail)) - shown[name]]
+    specs = ctx.schema.relation_types
+    return [name for name in shown
+            if set(candidates(entities, specs[name].head) + candidates(entities, specs[name].tail)) - shown[name]]
 
 
-async def cross_task(ctx: RecordContext, entities: list[Decision], debated: bool = True, feedback: bool = True
-                     ) -> tuple[list[Decision], list[Decision]]:
-    """(entities, relations) after RE on NER's candidates and up to `cross_task_rounds` feedback rounds;
-    Δ before/after each round goes to the transcript. Without feedback (or debate), relations whose
-    arguments NER lacks are dropped (and relation conflicts go to the most confident type)."""
+async def cross_task(ctx: RecordContext, entities: list[Decision], debated: bool = True, feedback: bool = True,
+                     relation_types: Sequence[str] | None = None) -> tuple[list[Decision], list[Decision]]:
+    """(entities, relations) after RE on NER's candidates (the agents of `relation_types`, default all) and up
+    to `cross_task_rounds` feedback rounds; Δ before/after each round goes to the transcript. Without feedback
+    (or debate), relations whose arguments NER lacks are dropped (and relation conflicts go to the most
+    confident type)."""
     feedback = feedback and ctx.cfg.cross_task_rounds > 0
     relations: list[Decision] = []
-    shown: dict[str, set[Arg]] = {name: set() for name in ctx.schema.relation_types}
+    names = ctx.schema.relation_types if relation_types is None else relation_types
+    shown: dict[str, set[Arg]] = {name: set() for name in names}
+    asked: set[Arg] = set()  # an entity the type agents judged keeps its verdict for the record
+    checked: dict[Arg, Check] = {}
     for round in range(1, max(1, ctx.cfg.cross_task_rounds) + 1):
         args = [d.claim.arg for d in entities]  # type: ignore[union-attr]
         pending = unseen(ctx, args, shown)
@@ -95,8 +107,11 @@ async def cross_task(ctx: RecordContext, entities: list[Decision], debated: bool
             shown[name] |= {a for c in claims if c.type == name for a in (c.head, c.tail)}
         relations = merge(relations, await settle(ctx, claims, debated), ctx.schema)
         gap = delta(entities, relations)
-        checks = await verify(ctx, gap, relations, round) if gap.to_check and feedback else {}
-        entities, relations, actions = align(entities, relations, gap, checks)
+        fresh = unasked(gap, asked)
+        if fresh.to_check and feedback:
+            checked.update(await verify(ctx, fresh, relations, round))
+            asked |= set(fresh.to_check)
+        entities, relations, actions = align(entities, relations, gap, checked)
         ctx.transcript.alignment.append({"round": round, "before": gap.as_dict(), "actions": actions,
                                          "after": delta(entities, relations).as_dict()})
     return entities, relations

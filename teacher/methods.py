@@ -17,6 +17,7 @@ from teacher.context import RecordContext
 from teacher.cross_task_debate import cross_task
 from teacher.cross_type_debate import settle
 from teacher.name_extent import trim_names
+from teacher.routing import route
 from teacher.self_consistency import self_consistency, soft_self_consistency
 from teacher.type_agents import ner_agents
 
@@ -32,11 +33,13 @@ async def type_agents(record: Record, ctx: RecordContext) -> Outcome:
 
 
 async def crossagentie(record: Record, ctx: RecordContext) -> Outcome:
-    """Type agents, cross-type debate (+ Summarizer), name extent check, cross-task debate with alignment."""
-    entities = await trim_names(ctx, await settle(ctx, await ner_agents(ctx)))
+    """Routing, type agents, cross-type debate (+ Summarizer), name extent check, cross-task debate with
+    alignment."""
+    routed = await route(ctx)
+    entities = await trim_names(ctx, await settle(ctx, await ner_agents(ctx, routed.entity_types)))
     if not ctx.schema.relation_types:
         return entities, []
-    return await cross_task(ctx, entities)
+    return await cross_task(ctx, entities, relation_types=routed.relation_types)
 
 
 METHODS: dict[str, Method] = {

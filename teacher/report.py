@@ -38,6 +38,9 @@ def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
                       "actions": dict(Counter(x["action"] for a in rounds for x in a["actions"]))},
         "extents": {"checked": sum(len(d.get("extents", [])) for d in debates),
                     "trimmed": sum(bool(e["trimmed_to"]) for d in debates for e in d.get("extents", []))},
+        "routing": {"records": sum(bool(d.get("routing")) for d in debates),
+                    "agents_skipped": sum(s.get("agents_skipped_by_routing", 0) for s in stats),
+                    "fallbacks": sum(bool((d.get("routing") or {}).get("fallback")) for d in debates)},
         "notes": dict(Counter(note for d in debates for note in d.get("notes", []) if "skipped" not in note)),
         "mean_record_confidence": round(mean((r.model_extra or {}).get("confidence", 0.0) for r in predictions), 4)
         if predictions else 0.0,
@@ -72,6 +75,13 @@ def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
               f"Name extent checks: {t['extents']['checked']}, {t['extents']['trimmed']} mentions trimmed.",
               (f"Alignment: Δ (B \\ A) {t['alignment']['re_only_before']} before, {t['alignment']['re_only_after']} "
               f"after; actions {t['alignment']['actions']}."), ""]
+    r = t["routing"]
+    if r["records"]:
+        kept = " and ".join(f"{k['kept']} of {k['gold']} gold {name.replace('_', ' ')}"
+                            for name, k in r.get("gold_types_kept", {}).items())
+        kept = f"; kept {kept} of their sentences." if kept else "."
+        lines += ["## Routing", "", f"{r['records']} records routed, {r['agents_skipped']} type agents not called, "
+                  f"{r['fallbacks']} fallbacks to every agent{kept}", ""]
     per = t["per_record"]
     lines += ["## Cost per record", "", "| calls | cached | failed | prompt tokens | completion tokens | wall s |",
               "|---|---|---|---|---|---|",
@@ -85,10 +95,12 @@ def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record
                  cfg: TeacherConfig) -> dict[str, Any]:
     """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching)."""
     from ie.scoring import evaluate
+    from teacher.routing import gold_types_kept
 
     options = score_options(dataset, re_mode=cfg.re_mode)
     metrics = evaluate(list(gold), list(predictions), schema=dataset.task_schema, **options.model_dump())
     metrics["teacher"] = run_summary(predictions)
+    metrics["teacher"]["routing"]["gold_types_kept"] = gold_types_kept(gold, predictions)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(metrics, cfg), encoding="utf-8")
     return metrics

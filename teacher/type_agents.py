@@ -33,8 +33,9 @@ async def ner_agent(ctx: RecordContext, etype: str) -> list[EntityClaim]:
     return claims
 
 
-async def ner_agents(ctx: RecordContext) -> list[EntityClaim]:
-    found = await asyncio.gather(*(ner_agent(ctx, t) for t in ctx.schema.entity_types))
+async def ner_agents(ctx: RecordContext, types: Iterable[str] | None = None) -> list[EntityClaim]:
+    """The NER agents of `types` (default all)."""
+    found = await asyncio.gather(*(ner_agent(ctx, t) for t in (ctx.schema.entity_types if types is None else types)))
     return [claim for claims in found for claim in claims]
 
 

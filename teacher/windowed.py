@@ -31,12 +31,15 @@ def prompt_tokens(schema: TaskSchema, cfg: TeacherConfig) -> int:
     return longest + fixed + quoted
 
 
-async def method_budget(client: LLMClient, cfg: TeacherConfig, schema: TaskSchema) -> int:
-    """Tokens of text one window may hold: the endpoint's context (`/props`, else `--context-tokens`, else the
-    default) less the method's largest prompt and its longest answer (single-prompt baselines ask for 2x)."""
+async def method_budget(client: LLMClient, cfg: TeacherConfig, schema: TaskSchema) -> int | None:
+    """Tokens of text one window may hold: the endpoint's context (`/props`, else `--context-tokens`; None when
+    neither says) less the method's largest prompt and its longest answer (single-prompt baselines ask for 2x)."""
     context = context_tokens(await served_context(client_endpoints(client)), cfg.context_tokens)
     budget = text_budget(context, prompt_tokens(schema, cfg), 2 * cfg.max_tokens)
-    log.info("context %d tokens: texts over %d estimated tokens are labelled in windows", context, budget)
+    if budget is None:
+        log.info("the endpoint reports no context size: texts are labelled whole (--context-tokens sets one)")
+    else:
+        log.info("context %d tokens: texts over %d estimated tokens are labelled in windows", context, budget)
     return budget
 
 
@@ -53,7 +56,7 @@ def _joined(windows: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return debate
 
 
-async def label_long(record: Record, budget: int, size: int, method: str,
+async def label_long(record: Record, budget: int | None, size: int, method: str,
                      label_one: Callable[[Record], Awaitable[Record]]) -> Record:
     """`label_one(record)`, or when the text exceeds `budget` its windows (of at most `size` estimated tokens)
     labelled and merged: one `debate`

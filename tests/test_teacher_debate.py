@@ -2,6 +2,7 @@
 import asyncio
 import json
 import re
+from collections import Counter
 
 import pytest
 
@@ -9,12 +10,17 @@ from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport, next_token_response, schema_name
 from ie.llm.types import ChatResponse, Choice
+from ie.mentions import MentionRules, ground
 from ie.schema import Record
+from teacher.claims import Arg
 from teacher.config import TeacherConfig
+from teacher.likelihood_judge import type_words
 from teacher.methods import METHODS
 from teacher.report import run_summary
 from teacher.runner import label_records
 from teacher.self_consistency import LOGPROB_FALLBACK
+from teacher.type_agents import candidates, has_pair
+from tests.schemas import CASES, NYT
 
 SCHEMA = load_config(resolve_config_path("conll04")).task_schema
 EMPTY = {"MentionList": {"items": []}, "PairList": {"items": []}, "DebateAnswer": {"stances": []},
@@ -34,7 +40,12 @@ class Script:
         if asked:  # the likelihood Summarizer: answers keyed ("choice", mention) give next-token probabilities
             answer = self.answers.get(("choice", asked.group(1)), "no alternatives")
             return next_token_response(answer) if isinstance(answer, dict) else answer
-        found = re.search(r"You are the (\w+) agent", request.messages[1]["content"])
+        routed = re.search(r"Does the text (?:mention a (\S+) \(|state this relation between two of its mentions: "
+                           r"(.+)\?)", request.messages[1]["content"])
+        if routed:  # the likelihood router: answers keyed ("route", type name or relation description)
+            answer = self.answers.get(("route", routed.group(1) or routed.group(2)), "no alternatives")
+            return next_token_response(answer) if isinstance(answer, dict) else answer
+        found = re.search(r"You are the (\S+) agent", request.messages[1]["content"])
         key = (name, found.group(1)) if found else name
         answer = self.answers.get(key, self.answers.get(name, EMPTY.get(name)))
         if isinstance(answer, list):
@@ -45,9 +56,9 @@ class Script:
         return [(c["role"], c["agent"]) for c in record.model_extra["debate"]["calls"]]
 
 
-def label(script, text, method="crossagentie", **cfg):
+def label(script, text, method="crossagentie", schema=SCHEMA, **cfg):
     client = LLMClient([script.transport])
-    [out] = asyncio.run(label_records([Record(id="r", text=text)], method, SCHEMA, client,
+    [out] = asyncio.run(label_records([Record(id="r", text=text)], method, schema, client,
                                       TeacherConfig(method=method, **cfg)))
     assert "error" not in out.model_extra["stats"], out.model_extra["stats"]
     return out
@@ -335,3 +346,207 @@ def test_soft_self_consistency_weights_by_logprob_or_says_it_fell_back():
     weighted.transport.script = with_logprobs
     out = label(weighted, DIXON, method="soft-self-consistency", sc_samples=3)
     assert entities(out) == [("Dixon", "Org")] and not out.model_extra["debate"]["notes"]
+
+
+# The mechanisms on schemas unlike CoNLL04's (tests/schemas.py): each path, on each schema.
+by_name = pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+
+
+def on(case, script, method="crossagentie", **cfg):
+    return label(script, case.text, method=method, schema=case.schema, **cfg)
+
+
+def pairs(*found, conf=0.9):
+    return {"items": [{"head": h, "tail": t, "confidence": conf} for h, t in found]}
+
+
+def agent_answers(case, conflict=False):
+    """The case's type agents' answers; with `conflict`, the loser's agent also claims what the winner's does."""
+    answers = {("MentionList", t): items(*ms) for t, ms in case.mentions.items()}
+    if conflict and case.entity_conflict:
+        mention, winner, loser = case.conflict
+        answers[("MentionList", loser)] = items(*case.mentions.get(loser, []), mention, conf=0.6)
+    elif conflict:
+        for relation in case.conflict[:2]:
+            answers[("PairList", relation)] = pairs(case.conflict_pair)
+    return answers
+
+
+def relations(record):
+    return [(record.entities[r.head].text, r.type, record.entities[r.tail].text) for r in record.relations]
+
+
+def called(script, record, role):
+    return Counter(agent for r, agent in script.roles(record) if r == role)
+
+
+def with_pairs(case, args):
+    """The relation types with a type-compatible (head, tail) pair among `args`."""
+    return {name for name, spec in case.schema.relation_types.items()
+            if has_pair(candidates(args, spec.head), candidates(args, spec.tail))}
+
+
+def found_args(case):
+    return [Arg(s.start, s.end, t, s.text) for t, ms in case.mentions.items() for m in ms
+            for s in ground(case.text, m, MentionRules(), [])]
+
+
+@by_name
+def test_type_agents_ask_each_type_once_and_keep_what_they_ground(case):
+    script = Script(agent_answers(case))
+    out = on(case, script, method="type-agents")
+    assert called(script, out, "ner_agent") == Counter(f"ner:{t}" for t in case.schema.entity_types)
+    for request in script.transport.requests:
+        if schema_name(request) == "MentionList":
+            etype = re.search(r"You are the (\S+) agent", request.messages[1]["content"]).group(1)
+            assert f"{etype}: {case.schema.entity_types[etype].description}." in request.messages[1]["content"]
+    assert sorted(entities(out)) == sorted((m, t) for t, ms in case.mentions.items() for m in ms)
+    expected = with_pairs(case, found_args(case))
+    assert expected and set(called(script, out, "re_agent")) == {f"re:{name}" for name in expected}
+
+
+@by_name
+def test_no_conflict_means_no_debate_round_and_no_summarizer(case):
+    script = Script(agent_answers(case))
+    out = on(case, script, max_rounds=2)
+    assert {role for role, _ in script.roles(out)} == {"ner_agent", "re_agent"}
+    assert out.model_extra["stats"]["calls"] == len(case.schema.entity_types) + len(with_pairs(case, found_args(case)))
+    assert out.model_extra["debate"]["conflicts"] == []
+
+
+@by_name
+def test_conflict_settled_by_consensus_in_round_one(case):
+    winner, loser = case.conflict_labels()
+    agents = sorted(f"{'ner' if case.entity_conflict else 're'}:{t}" for t in case.conflict[int(case.entity_conflict):][:2])
+    script = Script({**agent_answers(case, conflict=True),
+                     **{("DebateAnswer", a.split(":", 1)[1]): stance(case.winner_letter()) for a in agents}})
+    out = on(case, script, max_rounds=2)
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["options"] == sorted([winner, loser]) and conflict["agents"] == agents
+    assert conflict["settled_by"] == "consensus_round_1" and conflict["winner"] == winner
+    assert called(script, out, "debater") == Counter(agents) and not called(script, out, "summarizer")
+    if case.entity_conflict:
+        assert (case.conflict[0], case.conflict[1]) in entities(out)
+        assert (case.conflict[0], case.conflict[2]) not in entities(out)
+    else:
+        head, tail = case.conflict_pair
+        assert (head, case.conflict[0], tail) in relations(out) and (head, case.conflict[1], tail) not in relations(out)
+
+
+@by_name
+def test_deadlock_goes_to_the_written_summarizer(case):
+    script = Script({**agent_answers(case, conflict=True), "DebateAnswer": stance("N"),
+                     "SummaryAnswer": stance(case.winner_letter(), key="verdicts")})
+    out = on(case, script, max_rounds=1, summarizer="generate")
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == case.conflict_labels()[0]
+    assert sum(called(script, out, "debater").values()) == 2 and called(script, out, "summarizer") == {"summarizer": 1}
+
+
+@by_name
+def test_likelihood_summarizer_on_each_schema(case):
+    # Entity conflicts go to the span's most probable type word; relation conflicts to the written verdict.
+    answers = {**agent_answers(case, conflict=True), "SummaryAnswer": stance(case.winner_letter(), key="verdicts")}
+    if case.entity_conflict:
+        mention, winner, loser = case.conflict
+        words = type_words(case.schema)
+        answers[("choice", mention)] = {words[winner][0]: 0.7, words[loser][0]: 0.2, "none": 0.1}
+    script = Script(answers)
+    out = on(case, script, max_rounds=0, summarizer="likelihood")
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == case.conflict_labels()[0]
+    judges = called(script, out, "summarizer")
+    assert judges == ({"summarizer:likelihood": 1} if case.entity_conflict else {"summarizer": 1})
+    assert not called(script, out, "debater")
+
+
+@by_name
+@pytest.mark.parametrize("accept", [True, False])
+def test_relation_feedback_checks_the_argument_ner_missed(case, accept):
+    rel, head, tail = case.relation
+    mention, etype = case.missing
+    verdict = {"verdicts": [{"item": 1, "accept": accept, "confidence": 0.9}]}
+    script = Script({**agent_answers(case), ("PairList", rel): pairs((head, tail)), ("VerifyAnswer", etype): verdict})
+    out = on(case, script, summarizer="generate")
+    [verify] = [r for r in script.transport.requests if schema_name(r) == "VerifyAnswer"]
+    assert f'1. "{mention}"' in verify.messages[1]["content"]
+    first = out.model_extra["debate"]["alignment"][0]
+    assert first["before"]["re_only"] == [f"{mention}/{etype}"] and first["after"]["re_only"] == []
+    if accept:
+        assert (mention, etype) in entities(out)
+        [(h, r, t)] = [x for x in relations(out) if x[1] == rel]
+        assert mention in (h, t) and (head in h and tail in t)
+        if case.schema.nested_entities:  # the argument is the mention named, not the one nested inside it
+            assert (h, t) == (head, tail)
+        assert first["actions"] == [{"action": "added", "entity": mention, "type": etype}]
+    else:
+        assert (mention, etype) not in entities(out) and not [x for x in relations(out) if x[1] == rel]
+        assert first["actions"][0]["action"] == "dropped_relation"
+
+
+@by_name
+def test_likelihood_summarizer_checks_the_argument_ner_missed(case):
+    rel, head, tail = case.relation
+    mention, etype = case.missing
+    script = Script({**agent_answers(case), ("PairList", rel): pairs((head, tail)),
+                     ("choice", mention): {type_words(case.schema)[etype][0]: 0.8, "none": 0.2}})
+    out = on(case, script, max_rounds=0, summarizer="likelihood")
+    assert (mention, etype) in entities(out) and [x for x in relations(out) if x[1] == rel]
+    assert not any(schema_name(r) == "VerifyAnswer" for r in script.transport.requests)
+
+
+@by_name
+def test_feedback_stops_when_a_round_changes_no_entity(case):
+    rel, head, tail = case.relation
+    reject = {"verdicts": [{"item": 1, "accept": False, "confidence": 0.9}]}
+    script = Script({**agent_answers(case), ("PairList", rel): pairs((head, tail)),
+                     ("VerifyAnswer", case.missing[1]): reject})
+    out = on(case, script, cross_task_rounds=3, summarizer="generate")
+    assert len(out.model_extra["debate"]["alignment"]) == 1
+    assert set(called(script, out, "re_agent").values()) == {1}
+    assert called(script, out, "feedback") == {f"ner:{case.missing[1]}": 1}
+
+
+@by_name
+def test_a_round_that_adds_an_entity_reruns_only_the_agents_that_have_not_seen_it(case):
+    rel, head, tail = case.relation
+    mention, etype = case.missing
+    accept = {"verdicts": [{"item": 1, "accept": True, "confidence": 0.9}]}
+    script = Script({**agent_answers(case), ("PairList", rel): pairs((head, tail)), ("VerifyAnswer", etype): accept})
+    out = on(case, script, cross_task_rounds=3, summarizer="generate")
+    before = found_args(case)
+    start = case.text.index(mention)
+    after = before + [Arg(start, start + len(mention), etype, mention)]
+    new = {name for name, spec in case.schema.relation_types.items()
+           if etype in (spec.head or [etype]) + (spec.tail or [etype])} & with_pairs(case, after) - {rel}
+    expected = Counter({f"re:{name}": 1 for name in with_pairs(case, before)})
+    expected.update(f"re:{name}" for name in new)
+    assert called(script, out, "re_agent") == expected
+    assert len(out.model_extra["debate"]["alignment"]) == 2  # round 2 added nothing: no round 3
+
+
+def test_an_entity_checked_once_is_not_asked_about_again():
+    # Round 1: "Iceland" is accepted, "capital" rejected. Round 2 re-runs place_lived (it has not seen Iceland),
+    # which names "capital" again: its verdict stands, no second check.
+    case = NYT
+    verdicts = {"verdicts": [{"item": 1, "accept": False, "confidence": 0.9},
+                             {"item": 2, "accept": True, "confidence": 0.9}]}
+    script = Script({**agent_answers(case), ("PairList", case.relation[0]): pairs(case.relation[1:]),
+                     ("PairList", "/people/person/place_lived"): pairs(("Bobby Fischer", "capital")),
+                     "VerifyAnswer": verdicts})
+    out = on(case, script, summarizer="generate")
+    assert [len(a["actions"]) for a in out.model_extra["debate"]["alignment"]] == [2, 1]
+    assert called(script, out, "feedback") == {"ner:Entity": 1}
+    assert called(script, out, "re_agent")["re:/people/person/place_lived"] == 2
+    assert ("Iceland", "Entity") in entities(out) and ("capital", "Entity") not in entities(out)
+
+
+@by_name
+def test_extent_check_trims_a_long_mention_on_each_schema(case):
+    long, etype, name = case.long
+    script = Script({**agent_answers(case), "ExtentAnswer": {"name": name}})
+    out = on(case, script, extent_check_words=3)
+    assert (name, etype) in entities(out) and (long, etype) not in entities(out)
+    assert {"mention": long, "type": etype, "name": name, "trimmed_to": name} in out.model_extra["debate"]["extents"]
+    asked = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "ExtentAnswer"]
+    assert sum(f'"{long}" was labelled {type_words(case.schema)[etype][0]}' in a for a in asked) == 1

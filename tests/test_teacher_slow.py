@@ -229,3 +229,36 @@ def test_a_schema_with_no_teacher_section_runs_on_its_own_mention_rules_and_type
     assert scores is not None and set(scores.probabilities) == {*dataset.task_schema.entity_types, NOT_ENTITY}
     [call] = ctx.transcript.calls
     assert "error" not in call and call["completion_tokens"] == 1
+
+
+@pytest.mark.parametrize("route_by", ["answer", "likelihood"])
+def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint, route_by):
+    import asyncio
+
+    from teacher.runner import label_records
+
+    schema = load_config(resolve_config_path("nyt")).task_schema
+    text = "Bobby Fischer , the chess champion , lived in Reykjavik , the capital of Iceland ."
+    # As the embedded run asks it: llguidance keeps the answer's lists within their bounds.
+    grammar = Endpoint(endpoint.url, endpoint.model, structured_output="llguidance")
+    client = LLMClient.from_endpoints([grammar], max_parse_retries=0)
+    cfg = TeacherConfig(**{**FAST, "max_tokens": 96, "routing": "on", "route_by": route_by,
+                           "summarizer": "likelihood", "max_rounds": 0})
+    [out] = asyncio.run(label_records([Record(id="r", text=text)], "crossagentie", schema, client, cfg))
+    calls, routing = out.model_extra["debate"]["calls"], out.model_extra["debate"]["routing"]
+    routers = [c for c in calls if c["role"] == "router"]
+    assert routers == calls[:len(routers)] and all("error" not in c for c in routers)
+    assert routing["fallback"] is None
+    if route_by == "answer":
+        [router] = routers
+        assert router["completion_tokens"] > 0 and router["answer"] == routing["answer"]
+        assert set(routing["answer"]["relation_types"]) <= set(schema.relation_types)
+    else:
+        assert len(routers) == len(schema.entity_types) + len(schema.relation_types)
+        assert all(c["completion_tokens"] == 1 for c in routers)
+        assert routing["answer"] and all(0 <= p <= 1 for p in routing["answer"].values())
+    agents = {f"ner:{t}" for t in schema.entity_types} | {f"re:{r}" for r in schema.relation_types}
+    routed = {f"ner:{t}" for t in routing["entity_types"]} | {f"re:{r}" for r in routing["relation_types"]}
+    assert routed | set(routing["skipped"]) == agents and not routed & set(routing["skipped"])
+    called = {c["agent"] for c in calls if c["role"] in ("ner_agent", "re_agent")}
+    assert called <= routed and out.model_extra["stats"]["agents_skipped_by_routing"] == len(routing["skipped"])

@@ -5,7 +5,6 @@ import pytest
 
 from ie.schema import Entity, Record, Relation
 from ie.windows import (
-    DEFAULT_CONTEXT_TOKENS,
     Window,
     context_tokens,
     estimate_tokens,
@@ -158,7 +157,7 @@ def test_label_in_windows_labels_each_window_and_merges_offsets_and_stats():
 
 
 def test_budget_context_and_stats_rules():
-    assert context_tokens(None, None) == DEFAULT_CONTEXT_TOKENS
+    assert context_tokens(None, None) is None and text_budget(None, 300, 400) is None  # unknown: no windows
     assert context_tokens(4096, None) == 4096 and context_tokens(None, 1000) == 1000
     assert context_tokens(4096, 1000) == 1000 and context_tokens(1000, 4096) == 1000  # a flag only narrows
     assert text_budget(2048, 300, 400) == 2048 - 300 - 400 - 32

@@ -1,0 +1,144 @@
+"""Routing (teacher/routing.py): the pure decision, and the router driven by a scripted LLM on each schema."""
+import pytest
+from pydantic import ValidationError
+
+from ie.config import load_config, resolve_config_path
+from ie.llm.client import response_format
+from ie.llm.fake import schema_name
+from ie.schema import Entity, Record, Relation
+from teacher.config import TeacherConfig
+from teacher.report import run_summary, write_report
+from teacher.routing import MAX_RELATION_TYPES, NOT_ROUTED, decide, gold_types_kept, route_answer
+from tests.schemas import CASES, CONLL04, NYT
+from tests.test_teacher_debate import Script, agent_answers, by_name, called, found_args, label, on, with_pairs
+
+CONLL = CONLL04.schema
+
+
+def test_a_relation_is_skipped_when_no_routed_type_can_fill_a_side():
+    routing = decide(CONLL, ["Peop", "Loc"], ["Live_In", "Work_For", "Kill"])
+    assert routing.entity_types == ("Peop", "Loc") and routing.relation_types == ("Live_In", "Kill")
+    assert routing.skipped == {"ner:Org": NOT_ROUTED, "ner:Other": NOT_ROUTED,
+                               "re:Work_For": "no routed entity type can be its tail",
+                               "re:OrgBased_In": NOT_ROUTED, "re:Located_In": NOT_ROUTED}
+
+
+def test_with_no_entity_type_routed_no_relation_is_either():
+    routing = decide(NYT.schema, [], list(NYT.schema.relation_types))
+    assert routing.entity_types == () and routing.relation_types == ()
+    assert set(routing.skipped.values()) == {NOT_ROUTED, "no routed entity type can be its head"}
+
+
+def test_the_answer_holds_only_the_schema_s_names_and_is_bounded():
+    schema = NYT.schema
+    model = route_answer(tuple(schema.entity_types), tuple(schema.relation_types))
+    with pytest.raises(ValidationError):
+        model.model_validate({"entity_types": ["Entity"], "relation_types": ["/people/person/spouse"]})
+    many = model.model_validate({"entity_types": ["Entity", "Entity"], "relation_types": [*schema.relation_types]})
+    assert many.entity_types == ["Entity"] and len(many.relation_types) == MAX_RELATION_TYPES
+    wire = response_format(model)["json_schema"]["schema"]["properties"]
+    assert wire["relation_types"]["items"]["enum"] == list(schema.relation_types)
+
+
+@by_name
+def test_only_the_routed_agents_are_called(case):
+    ents, rels = case.routed
+    script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": list(ents), "relation_types": list(rels)}})
+    out = on(case, script, routing="on")
+    [prompt] = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "RouteAnswer"]
+    assert all(spec.description in prompt for spec in [*case.schema.entity_types.values(),
+                                                       *case.schema.relation_types.values()])
+    routing = out.model_extra["debate"]["routing"]
+    assert routing["entity_types"] == [t for t in case.schema.entity_types if t in ents]
+    assert routing["answer"] == {"entity_types": list(ents), "relation_types": list(rels)}
+    assert routing["fallback"] is None
+    assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in ents}
+    found = [a for a in found_args(case) if a.type in ents]
+    assert set(called(script, out, "re_agent")) == {f"re:{r}" for r in set(routing["relation_types"]) &
+                                                    with_pairs(case, found)}
+    assert not set(called(script, out, "ner_agent")) & set(routing["skipped"])
+    assert not set(called(script, out, "re_agent")) & set(routing["skipped"])
+    skipped = len(case.schema.entity_types) + len(case.schema.relation_types) - len(ents) - len(
+        routing["relation_types"])
+    assert out.model_extra["stats"]["agents_skipped_by_routing"] == len(routing["skipped"]) == skipped
+    assert run_summary([out])["routing"] == {"records": 1, "agents_skipped": skipped, "fallbacks": 0}
+
+
+@by_name
+def test_a_router_answer_that_never_validates_routes_every_type(case):
+    script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": ["Nonsense"], "relation_types": []}})
+    out = on(case, script, routing="on", parse_retries=0)
+    routing = out.model_extra["debate"]["routing"]
+    assert routing["fallback"].startswith("invalid answer") and routing["answer"] is None
+    assert routing["entity_types"] == list(case.schema.entity_types) and routing["skipped"] == {}
+    assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in case.schema.entity_types}
+    assert out.model_extra["stats"]["agents_skipped_by_routing"] == 0 and out.model_extra["stats"]["failed_calls"] == 1
+
+
+@pytest.mark.parametrize("name, mode, routed", [("conll04", "auto", False), ("nyt", "auto", True),
+                                                 ("nyt", "off", False), ("conll04", "on", True)])
+def test_auto_routes_only_a_schema_with_many_types(name, mode, routed):
+    schema = load_config(resolve_config_path(name)).task_schema
+    script = Script({"RouteAnswer": {"entity_types": list(schema.entity_types), "relation_types": []}})
+    out = label(script, CONLL04.text, schema=schema, routing=mode)
+    assert bool(called(script, out, "router")) == routed == bool(out.model_extra["debate"]["routing"])
+
+
+def test_yaml_off_and_on_read_as_the_modes():
+    assert TeacherConfig(routing=False).routing == "off" and TeacherConfig(routing=True).routing == "on"
+
+
+@by_name
+def test_likelihood_router_routes_the_types_whose_yes_is_probable_enough(case):
+    ents, rels = case.routed
+    schema = case.schema
+    answers = {("route", t): {"yes": 0.9 if t in ents else 0.2, "no": 0.1 if t in ents else 0.8}
+               for t in schema.entity_types}
+    answers.update({("route", spec.description): {"yes": 0.6, "no": 0.4} if r in rels else {"no": 0.9, "yes": 0.1}
+                    for r, spec in schema.relation_types.items()})
+    unscored = next(r for r in rels)  # the endpoint gives no alternatives for this one: it is routed
+    answers[("route", schema.relation_types[unscored].description)] = "no alternatives"
+    script = Script({**agent_answers(case), **answers})
+    out = on(case, script, routing="on", route_by="likelihood")
+    routing = out.model_extra["debate"]["routing"]
+    assert routing["entity_types"] == [t for t in schema.entity_types if t in ents]
+    assert set(routing["relation_types"]) == set(decide(schema, ents, rels).relation_types)
+    assert unscored not in routing["answer"] and routing["answer"][ents[0]] == pytest.approx(0.9)
+    assert called(script, out, "router")["router"] == len(schema.entity_types) + len(schema.relation_types)
+    assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in ents}
+    stricter = on(case, Script({**agent_answers(case), **answers}), routing="on", route_by="likelihood",
+                  route_threshold=0.7)
+    assert set(stricter.model_extra["debate"]["routing"]["relation_types"]) <= {unscored}
+
+
+def test_likelihood_router_with_no_scores_routes_every_type():
+    script = Script(agent_answers(NYT))
+    out = on(NYT, script, routing="on", route_by="likelihood")
+    routing = out.model_extra["debate"]["routing"]
+    assert "top_logprobs" in routing["fallback"] and routing["relation_types"] == list(NYT.schema.relation_types)
+
+
+def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_path):
+    gold = Record(id="r", text="Ronald Reagan lived in Dixon .",
+                  entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),
+                            Entity(start=23, end=28, type="Loc", text="Dixon")],
+                  relations=[Relation(head=0, tail=1, type="Live_In")])
+    routing = {"entity_types": ["Peop"], "relation_types": ["Live_In"], "skipped": {"ner:Loc": NOT_ROUTED}}
+    pred = Record(id="r", text=gold.text, debate={"routing": routing}, stats={"agents_skipped_by_routing": 1})
+    unrouted = Record(id="s", text=gold.text, debate={})
+    golds = [gold, gold.model_copy(update={"id": "s"})]
+    kept = gold_types_kept(golds, [pred, unrouted])
+    assert kept == {"entity_types": {"kept": 1, "gold": 2, "fraction": 0.5},
+                    "relation_types": {"kept": 1, "gold": 1, "fraction": 1.0}}
+    assert run_summary([pred, unrouted])["routing"] == {"records": 1, "agents_skipped": 1, "fallbacks": 0}
+    metrics = write_report(tmp_path, golds, [pred, unrouted], load_config(resolve_config_path("conll04")), TeacherConfig())
+    assert metrics["teacher"]["routing"]["gold_types_kept"] == kept
+    assert ("1 records routed, 1 type agents not called, 0 fallbacks to every agent; kept 1 of 2 gold entity types "
+            "and 1 of 1 gold relation types of their sentences.") in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_routing_is_recorded_only_for_crossagentie(case):
+    script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": [], "relation_types": []}})
+    out = on(case, script, method="type-agents", routing="on")
+    assert not called(script, out, "router") and out.model_extra["debate"]["routing"] == {}
