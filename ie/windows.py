@@ -237,8 +237,9 @@ def merge_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
 async def label_in_windows(record: Record, budget: int | None, label: Callable[[Record], Awaitable[Record]],
                            size: int | None = None) -> Record:
     """`label(record)` when the text fits `budget` (or the budget is unknown: None); else `label` on each window
-    (of at most `size` estimated tokens, see `split_windows`) and the results merged. The merged record's `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's
-    `start`, `end` and its other extras (e.g. the teacher's `debate` transcript and `confidence`)."""
+    (of at most `size` estimated tokens, see `split_windows`) and the results merged. The merged record's
+    `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's `start`, `end` and
+    its other extras (e.g. the teacher's `debate` transcript and `confidence`)."""
     windows = split_windows(record, budget, size) if budget is not None else []
     if len(windows) <= 1:
         return await label(record)
