@@ -19,6 +19,7 @@ budget, so a mention on a boundary is seen whole in one of them. Merging (`merge
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,8 +28,10 @@ from typing import Any
 
 from ie.schema import Entity, Record, Relation
 
+log = logging.getLogger("ie.windows")
+
 CHAT_MARGIN_TOKENS = 32  # the chat template's role markers around the messages
-MIN_WINDOW_TOKENS = 64  # a smaller text budget leaves no room for a sentence: a configuration error
+MIN_WINDOW_TOKENS = 64  # the smallest window: a budget below it (the estimate over-counts) is raised to it
 _PIECE = re.compile(r"[^\W\d_]+|\d+|\n|[ \t]{2,}|[^\w\s]")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 
@@ -70,9 +73,12 @@ def text_budget(context: int | None, prompt_tokens: int, answer_tokens: int) -> 
         return None
     budget = context - prompt_tokens - answer_tokens - CHAT_MARGIN_TOKENS
     if budget < MIN_WINDOW_TOKENS:
-        raise ValueError(f"a context of {context} tokens leaves {budget} for the text after a {prompt_tokens}-token "
-                         f"prompt and {answer_tokens} answer tokens (at least {MIN_WINDOW_TOKENS} needed); "
-                         "lower --max-tokens or use a server with a larger context")
+        # The estimate over-counts (about 1.6x), so the prompt may well fit: windows of the smallest size, and a
+        # request that really overflows fails as a "context overflow" (listed, retried), never written empty.
+        log.warning("a context of %d tokens leaves an estimated %d for the text after a %d-token prompt and %d "
+                    "answer tokens: windows of %d; lower --max-tokens or use a larger context if requests overflow",
+                    context, budget, prompt_tokens, answer_tokens, MIN_WINDOW_TOKENS)
+        return MIN_WINDOW_TOKENS
     return budget
 
 
