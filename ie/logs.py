@@ -6,8 +6,9 @@ import argparse
 import logging
 
 # Loggers of libraries the pipeline calls; their INFO lines (one per request, per download) are noise to a user.
-LIBRARY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "xllamacpp", "huggingface_hub", "filelock",
-                   "datasets", "transformers", "asyncio")
+# (openai 2+ sends through httpx2/httpcore2, older releases through httpx/httpcore.)
+LIBRARY_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3", "xllamacpp", "huggingface_hub",
+                   "filelock", "datasets", "transformers", "asyncio")
 
 
 def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
