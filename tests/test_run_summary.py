@@ -125,3 +125,22 @@ def test_bench_closing_lines():
         "  crossagentie: NER F1 41.2, RE F1 5.0; per sentence 1.0 calls, 612 tokens, p50 0.46 s",
         "  teacher target (crossagentie against direct): not met",
         "  table: runs/bench/bench.md (also bench.json, bench.png)"]
+
+
+@pytest.mark.slow
+def test_teacher_cli_on_the_embedded_server_ends_with_the_summary(tmp_path, capsys, caplog):
+    """The real path: the teacher starts llama.cpp (smollm2-135m) itself, labels two gold sentences, and what
+    it prints is the summary, with no HTTP request lines among the logs."""
+    caplog.set_level(logging.INFO)
+    data, out = tmp_path / "two.jsonl", tmp_path / "out"
+    write_records(data, GOLD)
+    assert teacher_main(["run", "--config", "conll04", "--input", str(data), "--method", "direct", "--model",
+                         "smollm2-135m", "--out", str(out), "--no-progress", "--max-tokens", "32",
+                         "--parse-retries", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "teacher direct: 2 of 2 records labelled, 0 failed"
+    assert lines[1].startswith("  NER F1 ") and lines[1].endswith(" (strict) against the gold")
+    assert lines[2].startswith("  per record: 1.0 calls, ")  # direct without re-asks: one call a record
+    assert lines[3:] == [f"  report: {out / 'report.md'}", f"  predictions: {out / 'predictions.jsonl'}"]
+    assert "{" not in (out / "report.md").read_text()
+    assert not [r for r in caplog.records if "HTTP Request" in r.getMessage()]
