@@ -18,6 +18,7 @@ from distill.config import DistillConfig, add_arguments
 from distill.export import export, file_sha256
 from distill.select import Exclusion, screen, select
 from ie.config import DatasetConfig, load_config, resolve_config_path
+from ie.logs import add_verbose_flag, setup_logging
 from ie.schema import Record, read_records
 
 
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, help="dataset config (path or name, e.g. conll04)")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     add_arguments(p)
+    add_verbose_flag(p)
     return p
 
 
@@ -52,6 +54,7 @@ def load_exclusion(dataset: DatasetConfig, cfg: DistillConfig) -> tuple[Exclusio
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
     dataset = load_config(resolve_config_path(args.config))
     cfg = DistillConfig.from_sources(dataset.section("distill"), vars(args), str(dataset.source))
     predictions = args.teacher / "predictions.jsonl"

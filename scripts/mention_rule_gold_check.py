@@ -87,7 +87,7 @@ def gold_records(name: str, splits: Sequence[str]) -> list[Record]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated config names")
     p.add_argument("--splits", default="train,dev", help="comma-separated splits (those a config lacks are skipped)")
     p.add_argument("--examples", type=int, default=3, help="changed spans shown per rule and dataset")

@@ -80,3 +80,18 @@ def write_plot(path: Path, rows: Sequence[MethodMetrics]) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def summary_lines(bench: dict[str, Any], out: Path) -> list[str]:
+    """The few lines the bench ends with, from its `bench.json` content: one per method, the target's verdict
+    and where the table is."""
+    lines = [f"bench: {len(bench['rows'])} methods on {bench['sentences']} sentences of {bench['dataset']}"]
+    lines += [f"  {r['method']}: NER F1 {r['ner_f1']:.1f}, RE F1 {r['re_f1']:.1f}; per sentence "
+              f"{r['calls_per_sentence']:.1f} calls, {r['tokens_per_sentence']:,.0f} tokens, "
+              f"p50 {r['latency_p50_s']:.2f} s" for r in bench["rows"]]
+    target = bench.get("teacher_target")
+    if target is not None:
+        lines.append(f"  teacher target ({target['method']} against {target['baseline']}): "
+                     f"{'met' if target['met'] else 'not met'}")
+    lines.append(f"  table: {out / 'bench.md'} (also bench.json, bench.png)")
+    return lines

@@ -33,10 +33,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from distill.template import answer_model, build_messages, mention_rules, parse_answer
-from ie.config import ConfigError, TaskSchema, load_config, resolve_config_path
+from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
+from ie.logs import add_verbose_flag, setup_logging
 from ie.mentions import MentionRules
 from ie.schema import Record, write_records
 from ie.windows import label_in_windows
@@ -152,12 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--timeout-{flag}", type=float, default=getattr(Timeouts, name), help=Timeouts.help(name))
     p.add_argument("--timeout-record-s", type=float, default=0.0,
                    help="seconds one record may take, re-asks included (0 = no budget)")
+    add_verbose_flag(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
     if (args.concurrency < 1 or args.max_tokens < 1 or (args.context_tokens or 1) < 1 or args.max_reasks < 0
             or args.retries < 0):
         raise SystemExit("--concurrency, --max-tokens and --context-tokens must be >= 1, --max-reasks and "
@@ -166,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         dataset = load_config(resolve_config_path(args.config))
-        records = [r.unlabelled() for r in load_input(args.input)][: args.limit]
+        gold = load_input(args.input)[: args.limit]
+        records = [r.unlabelled() for r in gold]
         if not records:
             raise ConfigError(f"{args.input}: no records to label (the input is empty)")
         timeouts = Timeouts(args.timeout_connect_s, args.timeout_first_token_s, args.timeout_tokens_per_s)
@@ -190,12 +194,27 @@ def main(argv: Sequence[str] | None = None) -> int:
            "records": len(out), "failed": len(failures), "totals": totals,
            "wall_s": round(time.perf_counter() - started, 3)}
     args.out.with_suffix(".run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    print(summary(len(labelled), out, gold, dataset, args.out, len(failures)))
     if failures:
-        summary = IncompleteRun(failures, len(labelled), args.out.with_suffix(".failures.jsonl"))
-        print(f"error: {summary.summary('python -m serve.client ' + shlex.join(argv))}", file=sys.stderr)
+        incomplete = IncompleteRun(failures, len(labelled), args.out.with_suffix(".failures.jsonl"))
+        print(f"error: {incomplete.summary('python -m serve.client ' + shlex.join(argv))}", file=sys.stderr)
         return 1
-    print(f"{args.out}: {len(out)} records; {totals}")
     return 0
+
+
+def summary(total: int, out: Sequence[Record], gold: Sequence[Record], dataset: DatasetConfig, path: Path,
+            failed: int) -> str:
+    """The run's closing lines; the finished records scored against the input's own labels when it has any."""
+    from ie.scoring import evaluate
+    from ie.summary import RunSummary
+
+    metrics = None
+    if any(r.entities or r.relations for r in gold):
+        done = {r.id for r in out}
+        metrics = evaluate([g for g in gold if g.id in done], list(out), schema=dataset.task_schema,
+                           **score_options(dataset).model_dump())
+    return RunSummary.of("student", total, out, failed, metrics,
+                         {"records": path, "run": path.with_suffix(".run.json")}).text()
 
 
 if __name__ == "__main__":

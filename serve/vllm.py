@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adapter", action="append", default=[], metavar="NAME=PATH",
                    help="a PEFT LoRA adapter directory served under NAME; repeatable")
     p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 to serve other machines)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="port the OpenAI-compatible server listens on")
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs per model replica")
     p.add_argument("--data-parallel-size", type=int, default=1, help="model replicas")
     p.add_argument("--print", action="store_true", help="print the command and exit")

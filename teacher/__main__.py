@@ -6,17 +6,20 @@
 Settings: the config file's `teacher:` section, then these flags. Writes predictions.jsonl, config.json and,
 with gold, metrics.json and report.md into --out; a re-run with the same flags resumes. Records that failed
 (no answer from the endpoint, or past their time budget) are listed in failures.jsonl instead, and the run
-exits 1 with one line saying how many, why, and the command that retries them.
+exits 1 with one line saying how many, why, and the command that retries them. Every run ends with a short
+summary on stdout: records labelled and failed, NER/RE F1 when there is gold, calls and tokens a record, and
+where report.md is. Library log lines (httpx, openai) show only with --verbose.
 """
 from __future__ import annotations
 
 import argparse
-import logging
+import json
 import shlex
 import sys
 import types
 import typing
 
+from ie.logs import add_verbose_flag, setup_logging
 from teacher.config import TeacherConfig, cli_fields
 
 
@@ -39,7 +42,23 @@ def build_parser() -> argparse.ArgumentParser:
                              help=f"{help_text} (default {default})")
         else:
             run.add_argument(flag, type=kind, default=None, help=f"{help_text} (default {default})")
+    add_verbose_flag(run)
     return parser
+
+
+def summary(cfg: TeacherConfig, failed: int) -> str:
+    """The run folder's outcome for the configured records (those labelled by earlier runs of it included)."""
+    from ie.config import resolve_config_path
+    from ie.summary import RunSummary
+    from teacher.runner import PREDICTIONS, finished, load_records
+
+    out = cfg.out_dir
+    records, _ = load_records(cfg, resolve_config_path(cfg.config))
+    scored = (out / "metrics.json").exists() and not failed
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8")) if scored else None
+    outputs = {"report": out / "report.md"} if scored else {}
+    return RunSummary.of(f"teacher {cfg.method}", len(records), finished(out / PREDICTIONS, records), failed,
+                         metrics, {**outputs, "predictions": out / PREDICTIONS}).text()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,21 +68,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = vars(build_parser().parse_args(argv))
     args.pop("command")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(args.pop("verbose"))
     try:
         path = resolve_config_path(args["config"] or TeacherConfig.config)
         args["config"] = str(path)
         cfg = TeacherConfig.from_sources(load_config(path).section("teacher"), args)
         from teacher.runner import run
 
-        out = run(cfg)
+        run(cfg)
+        print(summary(cfg, failed=0))
     except IncompleteRun as exc:
+        print(summary(cfg, failed=len(exc.failures)))
         print(f"error: {exc.summary('python -m teacher ' + shlex.join(argv))}", file=sys.stderr)
         return 1
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {out}")
     return 0
 
 

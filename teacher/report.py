@@ -59,6 +59,20 @@ def _score_table(title: str, task: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def _count_table(head: str, counts: dict[str, int]) -> list[str]:
+    """A two-column table of `counts`, largest first; nothing when empty."""
+    if not counts:
+        return []
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [f"| {head} | conflicts |", "|---|---|", *(f"| {k.replace('_', ' ')} | {n} |" for k, n in rows), ""]
+
+
+def _counts_sentence(counts: dict[str, int]) -> str:
+    """{'added': 2, 'dropped': 1} -> '2 added, 1 dropped'; 'none' when empty."""
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in rows) or "none"
+
+
 def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
     t = metrics["teacher"]
     model = cfg.model_name if cfg.endpoint else (cfg.model or "catalogue default")
@@ -70,11 +84,12 @@ def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
         lines += _score_table(f"RE ({metrics['re']['mode']})", metrics["re"])
     lines += ["## NER errors (Table 8)", "", "| " + " | ".join(metrics["errors"]) + " |",
               "|" + "---|" * len(metrics["errors"]), "| " + " | ".join(map(str, metrics["errors"].values())) + " |", ""]
-    c = t["conflicts"]
-    lines += ["## Debate", "", f"Conflicts found: {c['found']} {c['by_kind']}. Settled by: {c['settled_by']}.",
-              f"Name extent checks: {t['extents']['checked']}, {t['extents']['trimmed']} mentions trimmed.",
-              (f"Alignment: Δ (B \\ A) {t['alignment']['re_only_before']} before, {t['alignment']['re_only_after']} "
-              f"after; actions {t['alignment']['actions']}."), ""]
+    c, a = t["conflicts"], t["alignment"]
+    lines += ["## Debate", "", f"Conflicts found: {c['found']}.", ""]
+    lines += _count_table("conflict kind", c["by_kind"]) + _count_table("settled by", c["settled_by"])
+    lines += [f"Name extent checks: {t['extents']['checked']}, {t['extents']['trimmed']} mentions trimmed.", "",
+              (f"Alignment: Δ (B \\ A) {a['re_only_before']} before, {a['re_only_after']} after; actions: "
+               f"{_counts_sentence(a['actions'])}."), ""]
     r = t["routing"]
     if r["records"]:
         kept = " and ".join(f"{k['kept']} of {k['gold']} gold {name.replace('_', ' ')}"

@@ -37,9 +37,9 @@ async def method_budget(client: LLMClient, cfg: TeacherConfig, schema: TaskSchem
     context = context_tokens(await served_context(client_endpoints(client)), cfg.context_tokens)
     budget = text_budget(context, prompt_tokens(schema, cfg), 2 * cfg.max_tokens)
     if budget is None:
-        log.info("the endpoint reports no context size: texts are labelled whole (--context-tokens sets one)")
+        log.debug("the endpoint reports no context size: texts are labelled whole (--context-tokens sets one)")
     else:
-        log.info("context %d tokens: texts over %d estimated tokens are labelled in windows", context, budget)
+        log.debug("context %d tokens: texts over %d estimated tokens are labelled in windows", context, budget)
     return budget
 
 

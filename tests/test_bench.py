@@ -8,7 +8,15 @@ from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.schema import Record
 from serve import bench, bench_run
-from serve.bench_metrics import Price, add_ratios, calculate_metrics, percentile, teacher_target
+from serve.bench_metrics import (
+    NER_F1_GAIN_TARGET,
+    TOKEN_RATIO_TARGET,
+    Price,
+    add_ratios,
+    calculate_metrics,
+    percentile,
+    teacher_target,
+)
 
 ROW_FIELDS = {"method", "model", "sentences", "ner_p", "ner_r", "ner_f1", "re_p", "re_r", "re_f1",
               "calls_per_sentence", "prompt_tokens_per_sentence", "completion_tokens_per_sentence",
@@ -108,8 +116,10 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert bench.main(argv) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert [r["method"] for r in data["rows"]] == ["direct", "type-agents", "crossagentie", "student"]
-    for row in data["rows"]:
-        assert ROW_FIELDS <= set(row) and row["sentences"] == 2 and row["calls_per_sentence"] >= 1
+    assert all(ROW_FIELDS <= set(row) and row["sentences"] == 2 for row in data["rows"])
+    # the smallest valid answers name no entity: one call a sentence, or one per entity type agent (4), nothing to debate
+    assert {r["method"]: r["calls_per_sentence"] for r in data["rows"]} == {
+        "direct": 1.0, "type-agents": 4.0, "crossagentie": 4.0, "student": 1.0}
     assert data["rows"][2]["ratios"]["tokens_per_sentence"] == 1.0
     table = (tmp_path / "bench.md").read_text()
     assert "| method | NER P |" in table and "| student |" in table and "68.38" in table
@@ -204,12 +214,14 @@ def test_bench_on_the_real_embedded_server(tmp_path):
     row, teacher = data["rows"]
     target = data["teacher_target"]
     assert target["new_tokens_ratio"] == pytest.approx(teacher["new_tokens_per_sentence"] / row["new_tokens_per_sentence"])
-    assert target["ner_f1_gain"] == pytest.approx(teacher["ner_f1"] - row["ner_f1"]) and target["met"] in (True, False)
+    assert target["ner_f1_gain"] == pytest.approx(teacher["ner_f1"] - row["ner_f1"])
+    assert target["met"] == (target["ner_f1_gain"] >= NER_F1_GAIN_TARGET and target["new_tokens_ratio"] <= TOKEN_RATIO_TARGET)
     assert "## Teacher target: " in (tmp_path / "bench.md").read_text()
     assert row["calls_per_sentence"] >= 1 and row["prompt_tokens_per_sentence"] > 50
     assert row["latency_p50_s"] > 0 and row["cached_calls_fraction"] == 0.0
     overhead = data["orchestration overhead"]["direct"]
-    assert overhead["replayed_calls"] >= 1 and overhead["replay_wall_s"] > 0
+    # --fresh is off but the folder is new: every call was fresh, and each is replayed
+    assert overhead["replayed_calls"] == row["calls_per_sentence"] * row["sentences"] and overhead["replay_wall_s"] > 0
 
 
 def test_bench_scores_as_the_config_s_score_section_says(tmp_path):

@@ -47,3 +47,60 @@ def test_trl_entry_points_refuse_abbreviated_flags(tmp_path):
 
     with pytest.raises(ValueError, match="--dry-ru"):  # HfArgumentParser names the arguments it did not use
         openai_ft.main(["--train", str(train), "--dry-ru"])
+
+
+# --- every flag says what it does; unknown config keys are refused naming the field ---
+
+import argparse  # noqa: E402
+
+PARSERS = ["teacher.__main__", "serve.client", "serve.bench", "serve.vllm", "serve.local", "ie.llm.__main__",
+           "ie.datasets.__main__", "ie.score", "distill.__main__"]
+
+
+def _actions(parser: argparse.ArgumentParser, name: str):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                yield from _actions(subparser, f"{name} {sub}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield name, action
+
+
+@pytest.mark.parametrize("module", PARSERS)
+def test_every_flag_has_help_text(module):
+    actions = list(_actions(importlib.import_module(module).build_parser(), module))
+    missing = [f"{name} {a.option_strings or a.dest}" for name, a in actions if not (a.help or "").strip()]
+    assert actions and not missing
+
+
+def test_bench_flags_show_their_help_and_default(capsys, monkeypatch):
+    from serve import bench
+
+    monkeypatch.setenv("COLUMNS", "400")  # no wrapping inside the help lines
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--fresh re-run every method and bypass the call cache, so latencies are real (default False)" in text
+    assert "(default direct,type-agents,crossagentie)" in text and "--verbose" in text
+
+
+def test_bench_refuses_an_unknown_bench_key_naming_it(tmp_path, capsys):
+    from serve import bench
+
+    config = tmp_path / "c.yaml"
+    config.write_text((importlib.import_module("ie.config").REPO_ROOT / "configs" / "conll04.yaml").read_text()
+                      .replace("  price_as: gpt-4o-mini\n", "  price_as: gpt-4o-mini\n  limt: 5\n"))
+    assert bench.main(["--config", str(config), "--out", str(tmp_path / "out")]) == 2
+    assert f"error: {config}: bench.limt: unknown setting" in capsys.readouterr().err
+
+
+def test_student_config_refuses_an_unknown_yaml_key(tmp_path):
+    pytest.importorskip("trl")
+    from train_student import build_parser
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("{}\n")
+    config = tmp_path / "student.yaml"
+    config.write_text(f"data: {data}\nlearning_rat: 0.1\n")
+    with pytest.raises(ValueError, match="Unknown arguments from config file: .*--learning_rat"):
+        build_parser().parse_args_and_config(["--config", str(config)])

@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export", help="write one split as record JSONL", allow_abbrev=False)
     export.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
-    export.add_argument("--split", required=True)
+    export.add_argument("--split", required=True, help="the split to write (a key of the config's splits: section)")
     export.add_argument("--limit", type=int, help="only the first N records (the records `--limit N` runs on)")
     export.add_argument("--out", required=True, help="output .jsonl file")
     stats = commands.add_parser("stats", help="print counts per split and per type", allow_abbrev=False)

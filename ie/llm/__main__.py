@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--endpoint", help="base URL of an OpenAI-compatible server (e.g. http://host:8000/v1)")
     check.add_argument("--model-name", help="model name at --endpoint (required with --endpoint)")
     check.add_argument("--api-key-env", help="environment variable that holds the endpoint's API key")
-    check.add_argument("--max-tokens", type=int, default=64)
+    check.add_argument("--max-tokens", type=int, default=64, help="answer length limit of the check's one call")
     check.add_argument("--threads", type=int, help="CPU threads for the embedded server (default: all cores)")
     return parser
 

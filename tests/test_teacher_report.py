@@ -1,0 +1,53 @@
+"""`teacher.report`: the report a person reads, tables and sentences rather than Python dicts."""
+from ie.schema import Record
+from ie.scoring import evaluate
+from teacher.config import TeacherConfig
+from teacher.report import render_report, run_summary
+
+GOLD = Record(id="a", text="Dole met Reagan .", entities=[
+    {"start": 0, "end": 4, "type": "Peop", "text": "Dole"}, {"start": 9, "end": 15, "type": "Peop", "text": "Reagan"}])
+
+
+def conflict(kind: str, settled_by: str) -> dict:
+    return {"kind": kind, "settled_by": settled_by}
+
+
+def predicted() -> Record:
+    debate = {
+        "conflicts": [conflict("label", "summarizer")] * 2 + [conflict("boundary", "consensus_round_1")] * 3
+        + [conflict("relation", "summarizer")],
+        "alignment": [{"before": {"re_only": [1, 2]}, "after": {"re_only": []},
+                       "actions": [{"action": "added"}, {"action": "added"}, {"action": "dropped"}]}],
+        "extents": [{"trimmed_to": "Dole"}, {"trimmed_to": None}],
+    }
+    stats = {"calls": 4, "cached_calls": 0, "failed_calls": 0, "prompt_tokens": 400, "completion_tokens": 40,
+             "ungrounded_items": 0, "wall_s": 1.5}
+    return Record(**GOLD.model_dump(), debate=debate, stats=stats, confidence=0.9)
+
+
+def test_debate_section_is_tables_and_sentences_not_dicts():
+    metrics = evaluate([GOLD], [predicted()])
+    metrics["teacher"] = run_summary([predicted()])
+    report = render_report(metrics, TeacherConfig(split="dev", method="crossagentie", progress=False))
+    debate = report.split("## Debate\n")[1].split("## Cost per record")[0]
+    assert debate.strip().splitlines() == [
+        "Conflicts found: 6.",
+        "",
+        "| conflict kind | conflicts |", "|---|---|", "| boundary | 3 |", "| label | 2 |", "| relation | 1 |",
+        "",
+        "| settled by | conflicts |", "|---|---|", "| consensus round 1 | 3 |", "| summarizer | 3 |",
+        "",
+        "Name extent checks: 2, 1 mentions trimmed.",
+        "",
+        "Alignment: Δ (B \\ A) 2 before, 0 after; actions: 2 added, 1 dropped.",
+    ]
+    assert "{" not in report and "| **micro** | 100.0 | 100.0 | 100.0 | 2 | 0 | 0 |" in report
+
+
+def test_a_debate_without_conflicts_says_so_without_empty_tables():
+    record = GOLD.model_copy(update={"debate": {}, "stats": {}})
+    metrics = evaluate([GOLD], [record])
+    metrics["teacher"] = run_summary([record])
+    report = render_report(metrics, TeacherConfig(split="dev", method="direct", progress=False))
+    debate = report.split("## Debate\n")[1].split("## Cost per record")[0]
+    assert "Conflicts found: 0." in debate and "| conflict kind |" not in debate and "actions: none." in debate
