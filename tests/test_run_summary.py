@@ -13,15 +13,9 @@ from ie.summary import RunSummary
 from serve import client as student_client
 from serve.bench_report import summary_lines
 from teacher.__main__ import main as teacher_main
+from tests.test_teacher_runner import GOLD as RUNNER_GOLD
 
-GOLD = [
-    Record(id="a", text="Dole met Reagan in Rome .", entities=[
-        {"start": 0, "end": 4, "type": "Peop", "text": "Dole"}, {"start": 9, "end": 15, "type": "Peop", "text": "Reagan"},
-        {"start": 19, "end": 23, "type": "Loc", "text": "Rome"}]),
-    Record(id="b", text="NASA is in Houston .", entities=[
-        {"start": 0, "end": 4, "type": "Org", "text": "NASA"}, {"start": 11, "end": 18, "type": "Loc", "text": "Houston"}],
-        relations=[{"head": 0, "tail": 1, "type": "OrgBased_In"}]),
-]
+GOLD = RUNNER_GOLD[:2]  # two records: one with a relation
 NAMES = ("Dole", "Reagan", "Rome", "NASA", "Houston")
 
 
