@@ -3,7 +3,7 @@ import socket
 
 import pytest
 
-from distill.template import build_messages
+from distill.template import build_messages, mention_rules
 from ie.config import load_config, resolve_config_path
 from ie.failures import IncompleteRun, failure_of
 from ie.llm.client import LLMClient
@@ -43,6 +43,19 @@ async def test_extract_grounds_spans_and_reports_stats():
     assert request.messages == build_messages(TEXT, SCHEMA)
     assert request.response_format["type"] == "json_schema"
     assert "Peop" in json.dumps(request.response_format["json_schema"]["schema"])
+
+
+async def test_the_grammar_closes_the_lists_at_the_datasets_caps():
+    """What ends a student that repeats items: the llguidance grammar (the embedded llama.cpp path) lets a list
+    hold at most the config's `mentions:` caps, mentions at most `max_chars`, so the JSON must close."""
+    transport = ScriptedTransport(lambda req: GOOD)
+    client = LLMClient([transport], backoff_s=0.0, structured_output="llguidance")
+    await StudentExtractor(client, SCHEMA, rules=mention_rules(DATASET)).extract_batch([TEXT])
+    wire = json.loads(transport.requests[0].grammar.split("%json ", 1)[1])
+    profile = DATASET.mentions
+    assert wire["properties"]["entities"]["maxItems"] == profile.items_per_sentence == 10
+    assert wire["properties"]["relations"]["maxItems"] == profile.relations_per_sentence == 5
+    assert wire["$defs"]["Entity"]["properties"]["text"]["maxLength"] == profile.max_chars == 40
 
 
 async def test_invalid_answer_is_reasked_then_recorded_not_raised():
