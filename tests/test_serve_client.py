@@ -176,7 +176,8 @@ def test_cli_redacts_an_echoed_key_and_library_extract_raises(tmp_path, capsys, 
     with FaultServer(always(Reply(status=401, message="unknown key {key}"))) as server:
         assert main(cli_args(tmp_path, server.url, "--api-key-env", "STUDENT_KEY")) == 1
         with pytest.raises(IncompleteRun, match=r"1 of 1 records failed \(1 HTTP 401"):
-            extract("Ann lives in Rome .", endpoint=server.url, model="m", api_key_env="STUDENT_KEY")
+            extract("Ann lives in Rome .", endpoint=server.url, model="m", config="conll04",
+                    api_key_env="STUDENT_KEY")
     err = capsys.readouterr().err
     written = (tmp_path / "out.failures.jsonl").read_text() + (tmp_path / "out.run.json").read_text()
     assert "unknown key [redacted]" in err and "sk-student" not in err + written
@@ -194,3 +195,8 @@ def test_cli_read_timeout_flags_and_input_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(cli_args(tmp_path, "http://127.0.0.1:1/v1", "--max-token", "5"))
     assert "unrecognized arguments: --max-token" in capsys.readouterr().err
+
+
+def test_library_extract_needs_the_dataset_config():
+    with pytest.raises(TypeError, match="config"):
+        extract("Ann lives in Rome .", endpoint="http://127.0.0.1:9/v1", model="m")  # type: ignore[call-arg]
