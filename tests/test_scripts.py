@@ -43,3 +43,27 @@ def test_train_student_passes_the_config_through(tmp_path):
 def test_make_teacher_data_needs_the_config():
     done = run_script("make_teacher_data.sh", "--limit", "1", PYTHON="false")
     assert done.returncode == 2 and "pass --config CONFIG" in done.stderr
+
+
+def test_gpu_check_dry_run_makes_the_examples_and_plans_every_step(tmp_path):
+    import sys
+
+    done = run_script("gpu_check.sh", "--dry-run", "--out", str(tmp_path), PYTHON=sys.executable)
+    assert done.returncode == 0, done.stderr
+    from student.data import read_chat_jsonl
+
+    examples = read_chat_jsonl(tmp_path / "data" / "train.jsonl")
+    texts = (tmp_path / "data" / "texts.txt").read_text().splitlines()
+    assert len(examples) == 2 * len(texts) == 8
+    assert all(any(m["role"] == "user" and text in m["content"] for m in ex) for ex, text in zip(examples, texts * 2))
+    plan = [line for line in done.stderr.splitlines() if line.startswith("+ timeout ")]
+    trains = [line for line in plan if "train_student.py" in line]
+    assert len(trains) == 2 and "--precision bf16" in trains[0] and "--load_in_4bit true" in trains[1]
+    assert any("-m serve.vllm" in line and "bf16=" in line and "qlora=" in line for line in plan)
+    assert sum("-m serve.client" in line and "--config configs/conll04.yaml" in line for line in plan) == 2
+    assert not (tmp_path / "bf16").exists()  # nothing past the examples ran
+
+
+def test_gpu_check_refuses_an_unknown_argument():
+    done = run_script("gpu_check.sh", "--frobnicate", PYTHON="false")
+    assert done.returncode == 2 and "unknown argument --frobnicate" in done.stderr
