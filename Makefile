@@ -23,7 +23,7 @@ test: install
 	$(BIN)/python -m pytest -q
 
 demo: install
-	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/make_teacher_data.sh --limit 5 --out runs/demo
+	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/make_teacher_data.sh --config configs/conll04.yaml --limit 5 --out runs/demo
 
 lint: install
 	$(BIN)/ruff check .

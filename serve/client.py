@@ -116,9 +116,10 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
         await client.aclose()
 
 
-def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, config: str | Path = "conll04",
+def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, config: str | Path,
             **kwargs) -> Record | list[Record]:
-    """One text -> one record; a list -> a list. `config`: dataset config path or name (for the schema).
+    """One text -> one record; a list -> a list. `config`: the dataset config (path or name) the student was
+    trained for: its schema and mention rules.
     Raises `IncompleteRun` when a record did not finish (see the module docstring)."""
     dataset = load_config(resolve_config_path(str(config)))
     items = [texts] if isinstance(texts, str) else list(texts)

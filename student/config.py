@@ -32,7 +32,8 @@ class StudentConfig:
                        default="qwen2.5-coder-0.5b")
     output_dir: str = _help("Where the adapter, tokenizer, training log and resolved config are written.",
                             default="runs/student")
-    max_length: int = _help("Longest tokenized example; longer ones are truncated.", default=2048)
+    max_length: int = _help("Longest tokenized example; a longer one is refused (cut, it would lose its "
+                                  "end-of-turn token).", default=2048)
     num_train_epochs: float = _help("Passes over the training split (ignored when max_steps > 0).", default=3.0)
     max_steps: int = _help("Stop after this many optimizer steps; -1 = run num_train_epochs.", default=-1)
     per_device_train_batch_size: int = _help("Examples per device per step.", default=4)

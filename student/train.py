@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from student.base_model import resolve_base_model
 from student.config import DeviceSettings, StudentConfig
-from student.data import build_sft_datasets
+from student.data import DataError, build_sft_datasets
 
 if TYPE_CHECKING:
     from peft import LoraConfig
@@ -36,7 +36,7 @@ class TrainResult:
 
 
 # StudentConfig fields that are SFTConfig fields of the same name and meaning.
-SFT_FIELDS = ("output_dir", "max_length", "num_train_epochs", "max_steps", "per_device_train_batch_size",
+SFT_FIELDS = ("output_dir", "num_train_epochs", "max_steps", "per_device_train_batch_size",
               "per_device_eval_batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
               "warmup_steps", "weight_decay", "logging_steps", "eval_steps", "save_steps", "save_total_limit", "seed",
               "report_to")
@@ -54,6 +54,9 @@ def build_sft_config(cfg: StudentConfig, device: DeviceSettings, has_eval: bool)
         activation_checkpointing=device.gradient_checkpointing,
         # Prompt-completion data: the loss covers only the assistant's answer (student.data explains why).
         completion_only_loss=True,
+        # No truncation: TRL would cut a long example's end, the answer's end-of-turn token with it, and teach
+        # the student not to stop. `check_lengths` refuses such examples instead.
+        max_length=None,
     )
 
 
@@ -101,7 +104,7 @@ def build_trainer(cfg: StudentConfig, device: DeviceSettings, model_path: str) -
 
     datasets = build_sft_datasets(cfg.data, cfg.eval_data)
     has_eval = "validation" in datasets
-    return SFTTrainer(
+    trainer = SFTTrainer(
         model=load_base(model_path, device),
         args=build_sft_config(cfg, device, has_eval),
         train_dataset=datasets["train"],
@@ -109,6 +112,20 @@ def build_trainer(cfg: StudentConfig, device: DeviceSettings, model_path: str) -
         processing_class=AutoTokenizer.from_pretrained(model_path),
         peft_config=build_lora_config(cfg),
     )
+    check_lengths(trainer.train_dataset, cfg.max_length, f"{cfg.data} [train]")
+    if has_eval:
+        check_lengths(trainer.eval_dataset, cfg.max_length, f"{cfg.data if cfg.eval_data is None else cfg.eval_data} "
+                      "[validation]")
+    return trainer
+
+
+def check_lengths(dataset: Any, max_length: int, where: str) -> None:
+    """A `DataError` naming the first tokenized example longer than `max_length`: cut to fit, it would lose its
+    answer's end-of-turn token (the student would learn to run on to its token limit)."""
+    for i, ids in enumerate(dataset["input_ids"]):
+        if len(ids) > max_length:
+            raise DataError(f"{where}: example {i} is {len(ids)} tokens, over max_length {max_length}; cut to fit "
+                            "it would lose the answer's end-of-turn token. Raise --max_length or drop the example")
 
 
 def train(cfg: StudentConfig, cuda: bool | None = None) -> TrainResult:

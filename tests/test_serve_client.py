@@ -3,7 +3,7 @@ import socket
 
 import pytest
 
-from distill.template import build_messages
+from distill.template import build_messages, mention_rules
 from ie.config import load_config, resolve_config_path
 from ie.failures import IncompleteRun, failure_of
 from ie.llm.client import LLMClient
@@ -43,6 +43,19 @@ async def test_extract_grounds_spans_and_reports_stats():
     assert request.messages == build_messages(TEXT, SCHEMA)
     assert request.response_format["type"] == "json_schema"
     assert "Peop" in json.dumps(request.response_format["json_schema"]["schema"])
+
+
+async def test_the_grammar_closes_the_lists_at_the_datasets_caps():
+    """What ends a student that repeats items: the llguidance grammar (the embedded llama.cpp path) lets a list
+    hold at most the config's `mentions:` caps, mentions at most `max_chars`, so the JSON must close."""
+    transport = ScriptedTransport(lambda req: GOOD)
+    client = LLMClient([transport], backoff_s=0.0, structured_output="llguidance")
+    await StudentExtractor(client, SCHEMA, rules=mention_rules(DATASET)).extract_batch([TEXT])
+    wire = json.loads(transport.requests[0].grammar.split("%json ", 1)[1])
+    profile = DATASET.mentions
+    assert wire["properties"]["entities"]["maxItems"] == profile.items_per_sentence == 10
+    assert wire["properties"]["relations"]["maxItems"] == profile.relations_per_sentence == 5
+    assert wire["$defs"]["Entity"]["properties"]["text"]["maxLength"] == profile.max_chars == 40
 
 
 async def test_invalid_answer_is_reasked_then_recorded_not_raised():
@@ -163,7 +176,8 @@ def test_cli_redacts_an_echoed_key_and_library_extract_raises(tmp_path, capsys, 
     with FaultServer(always(Reply(status=401, message="unknown key {key}"))) as server:
         assert main(cli_args(tmp_path, server.url, "--api-key-env", "STUDENT_KEY")) == 1
         with pytest.raises(IncompleteRun, match=r"1 of 1 records failed \(1 HTTP 401"):
-            extract("Ann lives in Rome .", endpoint=server.url, model="m", api_key_env="STUDENT_KEY")
+            extract("Ann lives in Rome .", endpoint=server.url, model="m", config="conll04",
+                    api_key_env="STUDENT_KEY")
     err = capsys.readouterr().err
     written = (tmp_path / "out.failures.jsonl").read_text() + (tmp_path / "out.run.json").read_text()
     assert "unknown key [redacted]" in err and "sk-student" not in err + written
@@ -181,3 +195,8 @@ def test_cli_read_timeout_flags_and_input_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(cli_args(tmp_path, "http://127.0.0.1:1/v1", "--max-token", "5"))
     assert "unrecognized arguments: --max-token" in capsys.readouterr().err
+
+
+def test_library_extract_needs_the_dataset_config():
+    with pytest.raises(TypeError, match="config"):
+        extract("Ann lives in Rome .", endpoint="http://127.0.0.1:9/v1", model="m")  # type: ignore[call-arg]

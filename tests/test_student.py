@@ -90,6 +90,65 @@ def test_loss_covers_only_the_assistant_answer(tiny_model, chat_jsonl, tmp_path)
     assert row["labels"][0] == -100  # the system/user prompt is masked
 
 
+def distilled_example(path: Path) -> str:
+    """One training example as the distill stage writes it (CoNLL04 prompt, a record's labels); its answer."""
+    from distill.template import to_example
+    from ie.config import load_config, resolve_config_path
+    from ie.schema import Entity, Record
+
+    text = "Ronald Reagan was born in Tampico ."
+    record = Record(id="r", text=text, entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),
+                                                 Entity(start=26, end=33, type="Loc", text="Tampico")])
+    messages = to_example(record, load_config(resolve_config_path("conll04")).task_schema)
+    path.write_text(json.dumps({"messages": messages}) + "\n")
+    return messages[-1]["content"]
+
+
+def trained_text(model: Path, data: Path, out: Path, **overrides) -> tuple[str, list[int], int]:
+    """What the loss covers in the first tokenized example, its labels, and the tokenizer's eos id."""
+    from student.train import build_trainer, resolve_device
+
+    cfg = tiny_config(model, data, out, eval_data=None, **overrides)
+    trainer = build_trainer(cfg, resolve_device(cfg, cuda=False), str(model))
+    row, tokenizer = trainer.train_dataset[0], trainer.processing_class
+    trained = [t for t, label in zip(row["input_ids"], row["labels"]) if label != -100]
+    return tokenizer.decode(trained), row["labels"], tokenizer.eos_token_id
+
+
+def test_a_distilled_example_trains_the_end_of_turn_token(tiny_model, tmp_path):
+    answer = distilled_example(tmp_path / "d.jsonl")
+    text, labels, eos = trained_text(tiny_model, tmp_path / "d.jsonl", tmp_path / "run", max_length=16384)
+    assert text == answer + "<|im_end|>\n" and eos in labels  # the student learns where its answer ends
+
+
+def test_an_example_longer_than_max_length_is_refused_not_cut(tiny_model, tmp_path):
+    distilled_example(tmp_path / "d.jsonl")
+    with pytest.raises(DataError, match=r"d.jsonl \[train\]: example 0 is \d+ tokens, over max_length 64"):
+        trained_text(tiny_model, tmp_path / "d.jsonl", tmp_path / "run", max_length=64)
+
+
+@pytest.mark.slow
+def test_the_students_own_tokenizer_trains_the_end_of_turn_token(tiny_model, tmp_path):
+    """The embedded qwen2.5-coder-0.5b's tokenizer (read from its GGUF) on the tiny llama: TRL renders the
+    Qwen chat template, and the answer's `<|im_end|>` (the tokenizer's eos, where llama.cpp and vLLM stop) is in
+    the loss."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from ie.llm.local import model_path
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    gguf = model_path("qwen2.5-coder-0.5b")
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    assert tokenizer.eos_token == "<|im_end|>"
+    tokenizer.save_pretrained(model)
+    answer = distilled_example(tmp_path / "d.jsonl")
+    text, labels, eos = trained_text(model, tmp_path / "d.jsonl", tmp_path / "run")
+    assert text == answer + "<|im_end|>\n" and eos in labels
+
+
 def test_cpu_defaults_are_fp32_without_checkpointing(tiny_model, chat_jsonl, tmp_path):
     from student.train import build_sft_config, build_trainer, resolve_device
 
