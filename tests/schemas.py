@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ie.config import TaskSchema, load_config, resolve_config_path
+from ie.schema import Record
 
 
 @dataclass(frozen=True)
@@ -137,3 +138,15 @@ CONLL04 = Case(
 
 MORE = (SCIERC, NYT, SEMEVAL)  # the schemas beside CoNLL04's
 CASES = (CONLL04, *MORE)
+
+
+def nyt_strings_pair() -> tuple[Record, Record]:
+    """(gold, prediction) where the prediction's triple names the other "Iceland": right in NYT's `strings`
+    relation scoring, wrong in `strict`."""
+    text = "Reykjavik is in Iceland ; Iceland ."
+    ents = [{"start": 0, "end": 9, "type": "Entity", "text": "Reykjavik"},
+            {"start": 16, "end": 23, "type": "Entity", "text": "Iceland"},
+            {"start": 26, "end": 33, "type": "Entity", "text": "Iceland"}]
+    rel = [{"head": 1, "tail": 0, "type": "/location/location/contains"}]
+    return (Record(id="g", text=text, entities=ents[:2], relations=rel),
+            Record(id="g", text=text, entities=[ents[0], ents[2]], relations=rel))

@@ -17,6 +17,7 @@ from serve.bench_metrics import (
     percentile,
     teacher_target,
 )
+from tests.schemas import nyt_strings_pair
 
 ROW_FIELDS = {"method", "model", "sentences", "ner_p", "ner_r", "ner_f1", "re_p", "re_r", "re_f1",
               "calls_per_sentence", "prompt_tokens_per_sentence", "completion_tokens_per_sentence",
@@ -229,14 +230,8 @@ def test_bench_scores_as_the_config_s_score_section_says(tmp_path):
     from ie.schema import write_records
 
     nyt = load_config(resolve_config_path("nyt"))
-    text = "Reykjavik is in Iceland ; Iceland ."
-    ents = [{"start": 0, "end": 9, "type": "Entity", "text": "Reykjavik"},
-            {"start": 16, "end": 23, "type": "Entity", "text": "Iceland"},
-            {"start": 26, "end": 33, "type": "Entity", "text": "Iceland"}]
-    rel = [{"head": 1, "tail": 0, "type": "/location/location/contains"}]
-    gold = [Record(id="g", text=text, entities=ents[:2], relations=rel)]
-    write_records(tmp_path / "predictions" / "direct.jsonl",
-                  [Record(id="g", text=text, entities=[ents[0], ents[2]], relations=rel)])
+    gold, pred = nyt_strings_pair()
+    write_records(tmp_path / "predictions" / "direct.jsonl", [pred])
     row = {"model": "m", "wall_s": 1.0}
-    metrics = bench_run._metrics("direct", row, gold, tmp_path, nyt, bench.BenchConfig(config="nyt"))
+    metrics = bench_run._metrics("direct", row, [gold], tmp_path, nyt, bench.BenchConfig(config="nyt"))
     assert metrics.re_f1 == 100.0  # strings mode (configs/nyt.yaml `score:`): the triple's strings match

@@ -11,6 +11,7 @@ from ie.schema import Record, read_records, write_records
 from teacher.__main__ import main
 from teacher.config import TeacherConfig
 from teacher.runner import run
+from tests.schemas import nyt_strings_pair
 
 GOLD = [
     Record(id="a", text="Dole met Reagan in Rome .", entities=[
@@ -300,19 +301,11 @@ def test_report_scores_as_the_config_s_score_section_says(tmp_path):
     from teacher.report import write_report
 
     nyt = load_config(resolve_config_path("nyt"))
-    text = "Reykjavik is in Iceland ; Iceland ."
-    ents = [{"start": 0, "end": 9, "type": "Entity", "text": "Reykjavik"},
-            {"start": 16, "end": 23, "type": "Entity", "text": "Iceland"},
-            {"start": 26, "end": 33, "type": "Entity", "text": "Iceland"}]
-    gold = [Record(id="g", text=text, entities=ents[:2],
-                   relations=[{"head": 1, "tail": 0, "type": "/location/location/contains"}])]
-    # The same triple on the other "Iceland": right as strings, wrong in strict mode.
-    pred = [Record(id="g", text=text, entities=[ents[0], ents[2]],
-                   relations=[{"head": 1, "tail": 0, "type": "/location/location/contains"}])]
-    metrics = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt"))
+    gold, pred = nyt_strings_pair()  # the same triple on the other "Iceland": right as strings, wrong if strict
+    metrics = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt"))
     assert metrics["re"]["mode"] == "strings" and metrics["re"]["micro"]["tp"] == 1
     assert "RE (strings)" in (tmp_path / "report.md").read_text()
-    strict = write_report(tmp_path, gold, pred, nyt, TeacherConfig(config="nyt", re_mode="strict"))
+    strict = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt", re_mode="strict"))
     assert strict["re"]["micro"]["tp"] == 0
 
 
