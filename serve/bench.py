@@ -40,7 +40,8 @@ def _opt(default: Any, help: str) -> Any:
 class BenchConfig:
     config: str = _opt("configs/conll04.yaml", "dataset config (schema, splits, bench: section), or just its name")
     split: str = _opt("dev", "dataset split the methods are compared on")
-    limit: int | None = _opt(50, "compare on the first N sentences of the split")
+    limit: int | None = _opt(50, "compare on the first N sentences of the split (after --offset)")
+    offset: int = _opt(0, "skip the first N sentences (a fresh slice after the ones settings were chosen on)")
     methods: list[str] = _opt(["direct", "type-agents", "crossagentie"],
                               "comma-separated methods: teacher methods (teacher.methods) and/or student")
     model: str | None = _opt(None, "teacher's embedded llama.cpp model: catalogue name or GGUF path")
@@ -63,13 +64,15 @@ class BenchConfig:
             raise ConfigError("bench.methods: 'student' needs --student-adapter PATH.gguf or --student-endpoint URL")
         if self.endpoint and not self.model_name:
             raise ConfigError("bench.model_name: --endpoint needs --model-name")
+        if self.offset < 0:
+            raise ConfigError(f"bench.offset: must be 0 or more, got {self.offset}")
         if self.concurrency < 1:
             raise ConfigError(f"bench.concurrency: must be at least 1, got {self.concurrency}")
 
     def settings_key(self, method: str) -> dict[str, Any]:
         """What a reusable row must have been measured with: the settings, and the content of everything that
         decides its labels (dataset config, prompts and code; the student's adapter file)."""
-        keep = ("config", "split", "limit", "concurrency", "model", "endpoint", "model_name")
+        keep = ("config", "split", "offset", "limit", "concurrency", "model", "endpoint", "model_name")
         key = {k: getattr(self, k) for k in keep}
         key["inputs_sha256"] = self._digests["inputs"]
         if method == "student":
@@ -111,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(flag, type=lambda s: [m.strip() for m in s.split(",") if m.strip()], default=None,
                            help=help_text)
         else:
-            p.add_argument(flag, type=int if name in ("limit", "concurrency", "threads") else str, default=None,
-                           help=help_text)
+            numeric = name in ("limit", "offset", "concurrency", "threads")
+            p.add_argument(flag, type=int if numeric else str, default=None, help=help_text)
     add_verbose_flag(p)
     return p
 

@@ -32,11 +32,11 @@ class PartialRow:
     """A method's records appended as they finish (`rows/<method>.partial.jsonl`, first line its settings), so
     a stopped bench resumes where it stopped: finished records keep the stats (and wall time) they were
     measured with; a resumed method's wall time adds theirs (exact at concurrency 1). Settings that differ
-    (but for `limit`: a record is the same record in a longer or shorter run), or `resume=False` (--fresh),
+    (but for `limit` and `offset`: a record is the same record in another slice), or `resume=False` (--fresh),
     start it afresh."""
 
     def __init__(self, out: Path, method: str, settings: dict[str, Any], resume: bool = True):
-        settings = {k: v for k, v in settings.items() if k != "limit"}
+        settings = {k: v for k, v in settings.items() if k not in ("limit", "offset")}
         self.path = out / "rows" / f"{method}.partial.jsonl"
         self.done: dict[str, Record] = {}
         if resume and self.path.exists():
@@ -212,9 +212,9 @@ def _metrics(method: str, row: dict, gold: list[Record], out: Path, dataset: Dat
 
 
 async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
-    from ie.datasets import load_split
+    from ie.datasets import load_split, select
 
-    gold = load_split(dataset, cfg.split)[: cfg.limit]
+    gold = select(load_split(dataset, cfg.split), cfg.offset, cfg.limit)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = {m: row for m in cfg.methods if (row := reusable_row(out, m, cfg))}
@@ -227,7 +227,8 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
     metrics = [_metrics(m, rows[m], gold, out, dataset, cfg) for m in cfg.methods]
     add_ratios(metrics)
     price_name, _ = price_for(dataset, cfg, metrics[0].model if metrics else "")
-    header = {"dataset": f"{dataset.name} {cfg.split}", "sentences": len(gold), "priced as": price_name,
+    sentences = f"{cfg.offset + 1}-{cfg.offset + len(gold)}"
+    header = {"dataset": f"{dataset.name} {cfg.split} {sentences}", "sentences": len(gold), "priced as": price_name,
               "concurrency": cfg.concurrency,
               "rows measured": {m: f"{rows[m]['measured_at']} ({'fresh, no cache' if rows[m]['fresh'] else 'cache on'})"
                                 for m in cfg.methods}}

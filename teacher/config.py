@@ -30,7 +30,8 @@ class TeacherConfig:
     split: str | None = _opt(None, "dataset split to label (exclusive with --input)")
     input: str | None = _opt(None, "file to label: .jsonl records, .txt one sentence a line, .json SpERT")
     method: str = _opt("crossagentie", "labelling method (see teacher.methods.METHODS)")
-    limit: int | None = _opt(None, "label only the first N records")
+    limit: int | None = _opt(None, "label only the first N records (after --offset)")
+    offset: int = _opt(0, "skip the first N records (a fresh slice after the ones settings were chosen on)")
     out: str | None = _opt(None, "output folder (default runs/<method>)")
     model: str | None = _opt(None, "embedded llama.cpp model: catalogue name or GGUF path (default: catalogue's)")
     endpoint: str | None = _opt(None, "OpenAI-compatible base URL; no endpoint = embedded llama.cpp server")
@@ -106,6 +107,8 @@ class TeacherConfig:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
         if self.context_tokens is not None and self.context_tokens < 1:
             raise ConfigError(f"teacher.context_tokens: must be at least 1, got {self.context_tokens}")
+        if self.offset < 0:
+            raise ConfigError(f"teacher.offset: must be 0 or more, got {self.offset}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"teacher.limit: must be at least 1, got {self.limit}")
         for name in ("extract_temperature", "debate_temperature", "sc_temperature"):

@@ -32,7 +32,7 @@ from teacher.windowed import label_long, method_budget
 log = logging.getLogger("teacher")
 PREDICTIONS, CONFIG, CACHE, FAILURES = "predictions.jsonl", "config.json", "calls.sqlite", "failures.jsonl"
 # Settings that do not change what a record's labels are: a resumed run may differ in these.
-RESUMABLE_CHANGES = frozenset({"limit", "concurrency", "progress", "out", "cache", "re_mode", "retries",
+RESUMABLE_CHANGES = frozenset({"limit", "offset", "concurrency", "progress", "out", "cache", "re_mode", "retries",
                                "timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s",
                                "timeout_record_s"})
 
@@ -81,13 +81,13 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
 
 
 def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], DatasetConfig]:
-    from ie.datasets import load_input, load_split
+    from ie.datasets import load_input, load_split, select
 
     dataset = load_config(config_path)
     records = load_split(dataset, cfg.split) if cfg.split else load_input(cfg.input)  # type: ignore[arg-type]
     if not records:
         raise ConfigError(f"{cfg.input or f'split {cfg.split}'}: no records to label (the input is empty)")
-    return records[: cfg.limit] if cfg.limit else records, dataset
+    return select(records, cfg.offset, cfg.limit), dataset
 
 
 def finished(path: Path, records: Sequence[Record]) -> list[Record]:

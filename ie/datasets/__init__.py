@@ -41,6 +41,11 @@ def load_split(config: DatasetConfig, split: str) -> list[Record]:
     return loader(path, f"{config.name}-{split}")
 
 
+def select(records: list[Record], offset: int = 0, limit: int | None = None) -> list[Record]:
+    """Records `offset+1 .. offset+limit` (1-based): a fresh slice after the ones settings were chosen on."""
+    return records[offset: offset + limit if limit else None]
+
+
 def load_input(path: str | Path) -> list[Record]:
     """A user file by extension: `.jsonl` records, `.txt` one sentence a line, `.json` SpERT.
     Ids of `.txt`/`.json` inputs are `{file stem}-{n}`."""

@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from ie.config import ConfigError, load_config, resolve_config_path
-from ie.datasets import load_split
+from ie.datasets import load_split, select
 from ie.datasets.stats import format_stats, split_stats
 from ie.schema import RecordFormatError, write_records
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
     export.add_argument("--split", required=True, help="the split to write (a key of the config's splits: section)")
     export.add_argument("--limit", type=int, help="only the first N records (the records `--limit N` runs on)")
+    export.add_argument("--offset", type=int, default=0, help="skip the first N records (as `--offset N` does)")
     export.add_argument("--out", required=True, help="output .jsonl file")
     stats = commands.add_parser("stats", help="print counts per split and per type", allow_abbrev=False)
     stats.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(resolve_config_path(args.name))
         if args.command == "export":
-            n = write_records(args.out, load_split(config, args.split)[: args.limit])
+            n = write_records(args.out, select(load_split(config, args.split), args.offset, args.limit))
             print(f"wrote {n} records of {config.name} {args.split} to {args.out}")
             return 0
         for split in [args.split] if args.split else list(config.splits):
