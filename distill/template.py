@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from ie.claims import assemble, flatten, uncontested, with_arguments
 from ie.config import DatasetConfig, TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.mentions import MentionProfile, MentionRules
 from ie.schema import Record
-from teacher.baselines import joint, with_arguments
-from teacher.claims import assemble, flatten, uncontested
+from teacher.baselines import joint
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "prompts" / "student.txt"
 _SECTION = re.compile(r"^=== (system|user) ===$", re.MULTILINE)

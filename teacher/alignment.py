@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from teacher.claims import Arg, Decision, EntityClaim, RelationClaim
+from ie.claims import Arg, Decision, EntityClaim, RelationClaim
 
 
 @dataclass(frozen=True)

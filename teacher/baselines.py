@@ -6,17 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ie.schema import Record
-from teacher.answers import typed_answers
-from teacher.claims import (
-    Arg,
+from ie.claims import (
     Decision,
     EntityClaim,
+    NamedEntity,
+    NamedRelation,
     RelationClaim,
-    entity_claims,
-    relation_claim,
+    joint_claims,
+    named_relation_claims,
     uncontested,
+    with_arguments,
 )
+from ie.schema import Record
+from teacher.answers import typed_answers
 from teacher.context import RecordContext
 from teacher.templates import relation_list, type_list
 
@@ -27,39 +29,15 @@ def answer_models(ctx: RecordContext) -> dict[str, Any]:
     return typed_answers(tuple(ctx.schema.entity_types), tuple(ctx.schema.relation_types), ctx.rules.profile)
 
 
-def typed_entities(ctx: RecordContext, items: Sequence[Any], agent: str) -> list[EntityClaim]:
-    """Ground items that each name their type; one call's nested repeats of a type are dropped."""
-    claims = []
-    for etype in ctx.schema.entity_types:
-        found, ungrounded = entity_claims(ctx.text, [i for i in items if i.type == etype], etype, agent, ctx.rules,
-                                          ctx.type_names)
-        claims += found
-        ctx.ungrounded += ungrounded
-    return claims
+def named_entities(items: Sequence[Any]) -> list[NamedEntity]:
+    """A typed answer's entities (`TypedMention`s) as `ie.claims` grounds them."""
+    return [NamedEntity(i.text, i.type, i.confidence, i.evidence) for i in items]
 
 
-def named_relations(ctx: RecordContext, items: Sequence[Any], entities: Sequence[Arg], agent: str
-                    ) -> list[RelationClaim]:
-    claims = []
-    for item in items:
-        named = (getattr(item, "head_type", None), getattr(item, "tail_type", None))
-        claim = relation_claim(ctx.text, item.head, item.tail, item.relation, ctx.schema, entities, ctx.rules,
-                               agent, item.confidence, getattr(item, "evidence", ""), named)
-        ctx.ungrounded += claim is None
-        if claim is not None:
-            claims.append(claim)
-    return claims
-
-
-def with_arguments(entities: list[Decision], relations: Sequence[Decision]) -> list[Decision]:
-    """A joint answer's relations imply their arguments are entities, even when its entity list forgot them."""
-    known = {d.claim.arg for d in entities}  # type: ignore[union-attr]
-    added: dict[Arg, Decision] = {}
-    for d in relations:
-        for arg in (d.claim.head, d.claim.tail):  # type: ignore[union-attr]
-            if arg not in known and arg not in added:
-                added[arg] = Decision(EntityClaim(arg, d.claim.agent, d.claim.confidence), d.support, d.settled)
-    return entities + list(added.values())
+def named_relations(items: Sequence[Any]) -> list[NamedRelation]:
+    """A typed answer's relations or triples (`RelationItem`s, `TripleItem`s) as `ie.claims` grounds them."""
+    return [NamedRelation(i.head, i.tail, i.relation, i.confidence, getattr(i, "evidence", ""),
+                          getattr(i, "head_type", None), getattr(i, "tail_type", None)) for i in items]
 
 
 async def direct(record: Record, ctx: RecordContext) -> Outcome:
@@ -72,9 +50,11 @@ def joint(ctx: RecordContext, value: Any, agent: str) -> tuple[list[EntityClaim]
     """A direct or one-step answer (None: invalid) as grounded entity and relation claims."""
     if value is None:
         return [], []
-    entities = typed_entities(ctx, value.entities, agent)
-    relations = getattr(value, "relations", [])
-    return entities, named_relations(ctx, relations, [e.arg for e in entities], agent)
+    entities, relations, ungrounded = joint_claims(ctx.text, named_entities(value.entities),
+                                                   named_relations(getattr(value, "relations", [])), ctx.schema,
+                                                   ctx.rules, agent)
+    ctx.ungrounded += ungrounded
+    return entities, relations
 
 
 async def one_step(record: Record, ctx: RecordContext) -> Outcome:
@@ -92,5 +72,8 @@ async def direct_re(record: Record, ctx: RecordContext) -> Outcome:
     [c] = await ctx.ask("direct_re", answer_models(ctx)["direct_re"], role="direct_re", agent="direct-re",
                         params=ctx.params("extract", 2), type_list=type_list(ctx.schema),
                         relation_list=relation_list(ctx.schema))
-    rels = uncontested(named_relations(ctx, c.value.triples if c.ok else [], [], "direct-re"))
+    claims, ungrounded = named_relation_claims(ctx.text, named_relations(c.value.triples if c.ok else []),
+                                               ctx.schema, ctx.rules, [], "direct-re")
+    ctx.ungrounded += ungrounded
+    rels = uncontested(claims)
     return with_arguments([], rels), rels

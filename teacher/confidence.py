@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from statistics import mean
 
-from teacher.claims import Arg, Decision
+from ie.claims import Arg, Decision
 
 SETTLED_WEIGHT = {
     "uncontested": 1.0, "vote": 1.0, "summarizer": 0.8, "fallback": 0.6, "highest_confidence": 0.8,

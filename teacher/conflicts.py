@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ie.claims import Claim, EntityClaim, RelationClaim
 from ie.config import TaskSchema
 from ie.mentions import overlaps
-from teacher.claims import Claim, EntityClaim, RelationClaim
 
 NONE = "N"  # the choice "none of the options is correct"
 

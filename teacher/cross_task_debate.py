@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from ie.claims import Arg, Decision, RelationClaim
 from ie.config import TaskSchema
 from teacher.alignment import Check, Delta, align, delta
 from teacher.answers import VerifyAnswer
-from teacher.claims import Arg, Decision, RelationClaim
 from teacher.context import RecordContext
 from teacher.cross_type_debate import settle
 from teacher.likelihood_judge import checks as likelihood_checks

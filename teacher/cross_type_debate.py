@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ie.claims import Claim, Decision, EntityClaim, RelationClaim, uncontested
 from teacher.answers import DebateAnswer
-from teacher.claims import Claim, Decision, EntityClaim, RelationClaim, uncontested
 from teacher.conflicts import (
     Conflict,
     Position,

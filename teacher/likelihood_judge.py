@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from ie.claims import Arg, EntityClaim
 from ie.config import TaskSchema, words_of_name
 from ie.llm.choice import ChoiceScores
 from teacher.alignment import Check
-from teacher.claims import Arg, EntityClaim
 from teacher.conflicts import Conflict, Position
 from teacher.context import RecordContext
 

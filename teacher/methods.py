@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ie.claims import assemble, flatten
 from ie.config import TaskSchema
 from ie.schema import Record
 from teacher.baselines import Outcome, direct, direct_re, one_step
-from teacher.claims import assemble, flatten
 from teacher.confidence import score
 from teacher.context import RecordContext
 from teacher.cross_task_debate import cross_task

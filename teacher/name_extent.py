@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from string import Template
 
+from ie.claims import Arg, Decision, EntityClaim
 from ie.mentions import ground
 from teacher.answers import agent_answers
-from teacher.claims import Arg, Decision, EntityClaim
 from teacher.context import RecordContext
 from teacher.likelihood_judge import type_words
 from teacher.type_agents import ner_agent_name

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 
+from ie.claims import Claim, Decision, RelationClaim, with_arguments
 from ie.schema import Record
-from teacher.baselines import Outcome, answer_models, joint, with_arguments
-from teacher.claims import Claim, Decision, RelationClaim
+from teacher.baselines import Outcome, answer_models, joint
 from teacher.context import RecordContext
 from teacher.templates import relation_list, type_list
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 
+from ie.claims import Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
 from teacher.answers import agent_answers
-from teacher.claims import Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
 from teacher.context import RecordContext
 
 

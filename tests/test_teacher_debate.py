@@ -6,13 +6,13 @@ from collections import Counter
 
 import pytest
 
+from ie.claims import Arg
 from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport, next_token_response, schema_name
 from ie.llm.types import ChatResponse, Choice
 from ie.mentions import MentionRules, ground
 from ie.schema import Record
-from teacher.claims import Arg
 from teacher.config import TeacherConfig
 from teacher.likelihood_judge import type_words
 from teacher.methods import METHODS

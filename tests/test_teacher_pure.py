@@ -2,10 +2,10 @@
 confidence, voting, prompt rendering."""
 import pytest
 
+from ie.claims import Arg, Decision, EntityClaim, RelationClaim, relation_claim
 from ie.config import load_config, resolve_config_path
 from ie.mentions import MentionRules
 from teacher.alignment import Check, align, delta
-from teacher.claims import Arg, Decision, EntityClaim, RelationClaim, relation_claim
 from teacher.confidence import record_confidence, score, settled_weight
 from teacher.conflicts import entity_conflicts, parse_letter, relation_conflicts
 from teacher.self_consistency import sample_weights, vote

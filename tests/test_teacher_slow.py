@@ -74,7 +74,7 @@ def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_serve
 def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most_probable_type(endpoint):
     import asyncio
 
-    from teacher.claims import Arg, EntityClaim
+    from ie.claims import Arg, EntityClaim
     from teacher.conflicts import entity_conflicts
     from teacher.context import RecordContext
     from teacher.cross_type_debate import decide
@@ -112,7 +112,7 @@ def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most
 def test_extent_check_asks_the_real_server_and_keeps_the_span_inside_the_mention(endpoint):
     import asyncio
 
-    from teacher.claims import Arg, Decision, EntityClaim
+    from ie.claims import Arg, Decision, EntityClaim
     from teacher.context import RecordContext
     from teacher.name_extent import trim_names
 

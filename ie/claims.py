@@ -1,7 +1,9 @@
 """What agents claim, what survives, and how the survivors become a record (pure functions).
 
 An `EntityClaim` is one agent's typed span; a `RelationClaim` one agent's typed pair of spans. A `Decision` is
-a claim kept in the output, with the confidences backing it and how it was settled.
+a claim kept in the output, with the confidences backing it and how it was settled. `joint_claims` grounds an
+answer that names entities and relations with their types (the teacher's one-step baseline, the student). In
+`ie` because the teacher and the student's answer format (`ie.student_format`) both ground and assemble with it.
 """
 from __future__ import annotations
 
@@ -115,6 +117,72 @@ def relation_claim(text: str, head: str, tail: str, relation: str, schema: TaskS
 
 def _prefer(types: Sequence[str], named: str | None) -> list[str]:
     return [named] + [t for t in types if t != named] if named in types else list(types)
+
+
+@dataclass(frozen=True)
+class NamedEntity:
+    """A mention an answer names with its type, before grounding."""
+    text: str
+    type: str
+    confidence: float = 1.0
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class NamedRelation:
+    """A (head, tail) pair an answer names with its relation (and maybe its arguments' types), before grounding."""
+    head: str
+    tail: str
+    relation: str
+    confidence: float = 1.0
+    evidence: str = ""
+    head_type: str | None = None
+    tail_type: str | None = None
+
+
+def typed_entity_claims(text: str, items: Sequence[NamedEntity], schema: TaskSchema, rules: MentionRules,
+                        agent: str) -> tuple[list[EntityClaim], int]:
+    """Ground items that each name their type; one answer's nested repeats of a type are dropped. Also how many
+    items could not be grounded."""
+    claims, ungrounded, names = [], 0, list(schema.entity_types)
+    for etype in schema.entity_types:
+        found, missed = entity_claims(text, [i for i in items if i.type == etype], etype, agent, rules, names)
+        claims += found
+        ungrounded += missed
+    return claims, ungrounded
+
+
+def named_relation_claims(text: str, items: Sequence[NamedRelation], schema: TaskSchema, rules: MentionRules,
+                          entities: Sequence[Arg], agent: str) -> tuple[list[RelationClaim], int]:
+    """Ground each named pair (see `relation_claim`); also how many could not be grounded."""
+    claims, ungrounded = [], 0
+    for item in items:
+        claim = relation_claim(text, item.head, item.tail, item.relation, schema, entities, rules, agent,
+                               item.confidence, item.evidence, (item.head_type, item.tail_type))
+        ungrounded += claim is None
+        if claim is not None:
+            claims.append(claim)
+    return claims, ungrounded
+
+
+def joint_claims(text: str, entities: Sequence[NamedEntity], relations: Sequence[NamedRelation], schema: TaskSchema,
+                 rules: MentionRules, agent: str) -> tuple[list[EntityClaim], list[RelationClaim], int]:
+    """A joint answer as grounded entity and relation claims (relation arguments snapped to its entities), and
+    how many of its items could not be grounded."""
+    ents, missed_ents = typed_entity_claims(text, entities, schema, rules, agent)
+    rels, missed_rels = named_relation_claims(text, relations, schema, rules, [e.arg for e in ents], agent)
+    return ents, rels, missed_ents + missed_rels
+
+
+def with_arguments(entities: list[Decision], relations: Sequence[Decision]) -> list[Decision]:
+    """A joint answer's relations imply their arguments are entities, even when its entity list forgot them."""
+    known = {d.claim.arg for d in entities}  # type: ignore[union-attr]
+    added: dict[Arg, Decision] = {}
+    for d in relations:
+        for arg in (d.claim.head, d.claim.tail):  # type: ignore[union-attr]
+            if arg not in known and arg not in added:
+                added[arg] = Decision(EntityClaim(arg, d.claim.agent, d.claim.confidence), d.support, d.settled)
+    return entities + list(added.values())
 
 
 def flatten(entities: Sequence[Decision]) -> list[Decision]:
