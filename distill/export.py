@@ -18,9 +18,9 @@ from typing import Any
 
 from distill.config import DistillConfig
 from distill.select import Screening, Selection, label_counts
-from distill.template import TEMPLATE_PATH, template_sha256, to_example
 from ie.config import TaskSchema
 from ie.schema import Record, write_records
+from ie.student_format import TEMPLATE_PATH, template_sha256, to_example
 
 Example = dict[str, Any]  # {"id": str, "messages": [{"role", "content"}, ...]}
 

@@ -155,7 +155,7 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
 
 async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: BenchConfig, out: Path
                       ) -> tuple:
-    from distill.template import mention_rules
+    from ie.student_format import mention_rules
     from serve.client import StudentExtractor
 
     with student_endpoint(cfg) as ep:

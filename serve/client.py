@@ -6,9 +6,9 @@
 
     python -m serve.client --endpoint URL --model student --input FILE --config configs/conll04.yaml --out OUT.jsonl
 
-The prompt is the distill template (`distill.template.build_messages`), the answer is constrained by
+The prompt is the one the student was trained on (`ie.student_format.build_messages`), the answer is constrained by
 `response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds a
-joint answer (`distill.template.parse_answer`). Each output record has:
+joint answer (`ie.student_format.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
   `wall_s`, and `error` when the answer never validated (the labels are then what could be salvaged from the
@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from distill.template import answer_model, build_messages, mention_rules, parse_answer
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
@@ -40,6 +39,7 @@ from ie.llm.types import SamplingParams
 from ie.logs import add_verbose_flag, setup_logging
 from ie.mentions import MentionRules
 from ie.schema import Record, write_records
+from ie.student_format import answer_model, build_messages, mention_rules, parse_answer
 from ie.windows import label_in_windows
 from serve.windows import student_budget
 

@@ -2,10 +2,10 @@
 longer text and merges the windows' labels)."""
 from __future__ import annotations
 
-from distill.template import build_messages
 from ie.config import TaskSchema
 from ie.llm.client import LLMClient
 from ie.llm.server_info import client_endpoints, served_context
+from ie.student_format import build_messages
 from ie.windows import context_tokens, estimate_tokens, text_budget
 
 

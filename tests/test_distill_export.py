@@ -8,9 +8,9 @@ from distill.__main__ import main
 from distill.config import DistillConfig
 from distill.export import export, split_records
 from distill.select import screen, select
-from distill.template import build_messages, template_sha256
 from ie.config import DATA_ENV, ConfigError, TaskSchema
 from ie.schema import Entity, Record, Relation, read_records, write_records
+from ie.student_format import build_messages, template_sha256
 
 SCHEMA = TaskSchema.model_validate({
     "entity_types": {"Peop": {"description": "person"}, "Loc": {"description": "place"}},

@@ -3,13 +3,13 @@ import socket
 
 import pytest
 
-from distill.template import build_messages, mention_rules
 from ie.config import load_config, resolve_config_path
 from ie.failures import IncompleteRun, failure_of
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.llm.types import SamplingParams, TransportError
 from ie.schema import Record, read_records, write_records
+from ie.student_format import build_messages, mention_rules
 from serve.client import StudentExtractor, extract, main
 
 DATASET = load_config(resolve_config_path("conll04"))

@@ -92,9 +92,9 @@ def test_loss_covers_only_the_assistant_answer(tiny_model, chat_jsonl, tmp_path)
 
 def distilled_example(path: Path) -> str:
     """One training example as the distill stage writes it (CoNLL04 prompt, a record's labels); its answer."""
-    from distill.template import to_example
     from ie.config import load_config, resolve_config_path
     from ie.schema import Entity, Record
+    from ie.student_format import to_example
 
     text = "Ronald Reagan was born in Tampico ."
     record = Record(id="r", text=text, entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),

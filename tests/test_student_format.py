@@ -3,7 +3,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from distill.template import (
+from ie.config import load_config, resolve_config_path
+from ie.mentions import MentionProfile
+from ie.schema import Entity, Record, Relation
+from ie.student_format import (
     answer_model,
     build_messages,
     parse_answer,
@@ -11,9 +14,6 @@ from distill.template import (
     template_sha256,
     to_example,
 )
-from ie.config import load_config, resolve_config_path
-from ie.mentions import MentionProfile
-from ie.schema import Entity, Record, Relation
 
 SCHEMA = load_config(resolve_config_path("conll04")).task_schema
 

@@ -1,11 +1,11 @@
-"""The one student prompt: what the student is trained on and what it is asked at inference.
+"""The one student format: the prompt the student is trained on and asked with, and how its answer is read.
 
 `build_messages` renders `prompts/student.txt` for a text; `render_answer` writes a record's labels as the
 assistant turn; `parse_answer` turns an answer (raw text, dict or pydantic object) back into a grounded
 `Record`. Training export (`distill.export`) and the serving client (`serve.client`) both call these, so the
-prompt and the training format cannot drift. Answers are grounded with the teacher's own post-processing for a
-joint answer (`teacher.baselines.joint`, `teacher.claims`), so teacher and student are scored alike. Pure
-functions.
+prompt and the training format cannot drift; it sits in `ie` because those two stages may not import each other.
+Answers are grounded as the teacher grounds its one-step answer (`ie.claims.joint_claims`, `ie.claims.assemble`),
+so teacher and student are scored alike. Pure functions.
 """
 from __future__ import annotations
 
@@ -15,17 +15,15 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ie.claims import assemble, flatten, uncontested, with_arguments
+from ie.claims import NamedEntity, NamedRelation, assemble, flatten, joint_claims, uncontested, with_arguments
 from ie.config import DatasetConfig, TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.mentions import MentionProfile, MentionRules
 from ie.schema import Record
-from teacher.baselines import joint
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "prompts" / "student.txt"
 _SECTION = re.compile(r"^=== (system|user) ===$", re.MULTILINE)
@@ -188,35 +186,21 @@ def mention_rules(dataset: DatasetConfig) -> MentionRules:
     return MentionRules(dataset.mentions)
 
 
-@dataclass
-class _Grounding:
-    """What `teacher.baselines.joint` reads of a `teacher.context.RecordContext`: text, schema, rules, counter."""
-    text: str
-    schema: TaskSchema
-    rules: MentionRules
-    ungrounded: int = 0
-
-    @property
-    def type_names(self) -> list[str]:
-        return list(self.schema.entity_types)
-
-
-def _joint_items(answer: StudentAnswer, schema: TaskSchema, stats: ParseStats) -> SimpleNamespace:
-    """The answer in the shape of the teacher's joint (one-step) answer; unknown types are counted, not kept."""
-    entities = [SimpleNamespace(text=e.text, type=e.type, confidence=1.0, evidence="")
-                for e in answer.entities if e.type in schema.entity_types]
-    relations = [SimpleNamespace(head=r.head, tail=r.tail, relation=r.type, head_type=r.head_type,
-                                 tail_type=r.tail_type, confidence=1.0, evidence="")
+def _named(answer: StudentAnswer, schema: TaskSchema, stats: ParseStats
+           ) -> tuple[list[NamedEntity], list[NamedRelation]]:
+    """The answer's items as `ie.claims` grounds them; unknown types are counted, not kept."""
+    entities = [NamedEntity(e.text, e.type) for e in answer.entities if e.type in schema.entity_types]
+    relations = [NamedRelation(r.head, r.tail, r.type, head_type=r.head_type, tail_type=r.tail_type)
                  for r in answer.relations if r.type in schema.relation_types]
     stats.invalid += len(answer.entities) - len(entities) + len(answer.relations) - len(relations)
-    return SimpleNamespace(entities=entities, relations=relations)
+    return entities, relations
 
 
 def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, record_id: str = "",
                  rules: MentionRules | None = None, tokens: list[str] | None = None) -> Record:
     """A student answer as a grounded record, post-processed exactly as the teacher's one-step baseline
-    (`teacher.baselines.joint`: every occurrence, arguments snapped to known entities, closest pair; implied
-    arguments added; flat typing; `teacher.claims.assemble`). Counts land in the record's `stats`
+    (`ie.claims.joint_claims`: every occurrence, arguments snapped to known entities, closest pair; implied
+    arguments added; flat typing; `ie.claims.assemble`). Counts land in the record's `stats`
     (`ungrounded`, `invalid`, `error`). Never raises for a bad answer: an unusable one gives a record with no
     labels and `error` set. `rules`: `mention_rules(dataset)`; `tokens`: the record's tokens, if any."""
     stats = ParseStats()
@@ -224,15 +208,15 @@ def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, 
     parsed = StudentAnswer(entities=_items(obj, "entities", AnswerEntity, stats),
                            relations=_items(obj, "relations", AnswerRelation, stats))
     bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == text else ()
-    ctx = _Grounding(text, schema, replace(rules or MentionRules(), tokens=bounds))
-    entities, relations = joint(ctx, _joint_items(parsed, schema, stats), "student")  # type: ignore[arg-type]
+    rules = replace(rules or MentionRules(), tokens=bounds)
+    entities, relations, ungrounded = joint_claims(text, *_named(parsed, schema, stats), schema, rules, "student")
     rels = uncontested(relations)
     ents = with_arguments(uncontested(entities), rels)
     if not schema.nested_entities:
         ents = flatten(ents)
     extras = {"tokens": tokens} if tokens else {}
     out = assemble(Record(id=record_id, text=text, **extras), ents, rels)
-    out_stats: dict[str, Any] = {"ungrounded": ctx.ungrounded, "invalid": stats.invalid}
+    out_stats: dict[str, Any] = {"ungrounded": ungrounded, "invalid": stats.invalid}
     if stats.error:
         out_stats["error"] = stats.error
     return out.model_copy(update={"stats": out_stats})
