@@ -1,7 +1,7 @@
 """Writes a selection as training data. One output folder holds:
 
 - `train.jsonl`, `validation.jsonl`: `{"messages": [system, user, assistant]}` per line: TRL's and OpenAI's
-  fine-tuning format alike (checked and priced with `student.openai_ft.plan_fine_tune`);
+  fine-tuning format alike (checked and priced with `ie.fine_tune_plan.plan_files`);
 - `dataset/`: the same as a saved `datasets.DatasetDict` (splits `train` and, when not empty, `validation`;
   columns `id`, `messages`);
 - `selected.jsonl`: the chosen teacher records (labels and confidences, no transcripts);
@@ -18,7 +18,9 @@ from typing import Any
 
 from distill.config import DistillConfig
 from distill.select import Screening, Selection, label_counts
+from ie.chat_examples import DataError
 from ie.config import TaskSchema
+from ie.fine_tune_plan import plan_files
 from ie.schema import Record, write_records
 from ie.student_format import TEMPLATE_PATH, template_sha256, to_example
 
@@ -59,14 +61,9 @@ def save_dataset(path: Path, splits: dict[str, list[Example]]) -> None:
 
 
 def plan_openai(train: Path, validation: Path | None, model: str | None) -> dict[str, Any]:
-    """`student.openai_ft`'s offline plan for the exported files, or the reason the API would reject them."""
-    from student.config import OpenAIFineTuneConfig
-    from student.data import DataError
-    from student.openai_ft import plan_fine_tune
-
-    kwargs = {"train": str(train), "validation": str(validation) if validation else None, "dry_run": True}
+    """The offline OpenAI fine-tuning plan for the exported files, or the reason the API would reject them."""
     try:
-        plan = plan_fine_tune(OpenAIFineTuneConfig(**kwargs, **({"model": model} if model else {})))
+        plan = plan_files(str(train), str(validation) if validation else None, **({"model": model} if model else {}))
     except DataError as exc:
         return {"ok": False, "error": str(exc)}
     return {"ok": True, **plan.as_dict()}

@@ -3,7 +3,7 @@
     python scripts/gpu_check_data.py --config configs/conll04.yaml --out runs/gpu_check/data
 
 Writes `train.jsonl` (each sentence twice, as `ie.student_format.to_example` renders it, checked by
-`student.data.read_chat_jsonl`) and `texts.txt` (the sentences, for `serve.client`). No teacher run: the labels
+`ie.chat_examples.read_chat_jsonl`) and `texts.txt` (the sentences, for `serve.client`). No teacher run: the labels
 are the fixture's own, so the check needs no model before the one it trains.
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ie.chat_examples import read_chat_jsonl
 from ie.config import load_config, resolve_config_path
 from ie.schema import Entity, Record, Relation
 from ie.student_format import to_example
-from student.data import read_chat_jsonl
 
 # (text, [(mention, entity type)], [(head mention, relation type, tail mention)]), in CoNLL04's schema.
 FIXTURE = [

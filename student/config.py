@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from ie.config import ConfigError
+from ie.fine_tune_plan import DEFAULT_MODEL, MAX_TOKENS_PER_EXAMPLE, MIN_EXAMPLES
 
 DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -112,24 +113,12 @@ class DeviceSettings:
         return {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[self.precision]
 
 
-# USD per million *training* tokens (examples x epochs), OpenAI supervised fine-tuning price list; check
-# https://openai.com/api/pricing before relying on an estimate and override with --price-per-mtok.
-FINE_TUNE_PRICE_PER_MTOK = {
-    "gpt-4o-mini-2024-07-18": 3.00,
-    "gpt-4o-2024-08-06": 25.00,
-    "gpt-4.1-2025-04-14": 25.00,
-    "gpt-4.1-mini-2025-04-14": 5.00,
-    "gpt-4.1-nano-2025-04-14": 1.50,
-    "gpt-3.5-turbo-0125": 8.00,
-}
-
-
 @dataclass
 class OpenAIFineTuneConfig:
     train: str = _help("Training JSONL of {\"messages\": [...]} lines (the distill stage's export).", default="")
     validation: str | None = _help("Validation JSONL, same format.", default=None)
     model: str = _help("Base model to fine-tune (a snapshot name from the price table or any the API accepts).",
-                       default="gpt-4o-mini-2024-07-18")
+                       default=DEFAULT_MODEL)
     n_epochs: int | None = _help("Epochs; unset = OpenAI's automatic choice (estimated here the same way).",
                                  default=None)
     batch_size: int | None = _help("Batch size; unset = automatic.", default=None)
@@ -138,9 +127,9 @@ class OpenAIFineTuneConfig:
     seed: int = _help("Job seed, for reproducible runs.", default=0)
     price_per_mtok: float | None = _help("USD per million training tokens; unset = the built-in price table.",
                                          default=None)
-    min_examples: int = _help("Fewest training examples the API accepts.", default=10)
+    min_examples: int = _help("Fewest training examples the API accepts.", default=MIN_EXAMPLES)
     max_tokens_per_example: int = _help("Longest example the API trains on (longer ones are rejected here).",
-                                        default=65536)
+                                        default=MAX_TOKENS_PER_EXAMPLE)
     dry_run: bool = _help("Validate and estimate cost only; nothing is uploaded.", default=False)
     base_url: str | None = _help("OpenAI-compatible API base URL (default: the SDK's).", default=None)
     poll_interval_s: float = _help("First wait between job status polls; doubles up to poll_max_s.", default=5.0)
@@ -159,9 +148,6 @@ class OpenAIFineTuneConfig:
             _require(value is None or value > 0, name, f"must be > 0 when set, got {value}")
         _require(self.poll_interval_s > 0 and self.poll_max_s >= self.poll_interval_s, "poll_interval_s",
                  "needs 0 < poll_interval_s <= poll_max_s")
-
-    def price(self) -> float | None:
-        return self.price_per_mtok if self.price_per_mtok is not None else FINE_TUNE_PRICE_PER_MTOK.get(self.model)
 
 
 def _require(ok: bool, name: str, fix: str) -> None:

@@ -4,36 +4,24 @@
         --model gpt-4o-mini-2024-07-18 --dry-run
 
 Offline first: every example is validated (roles, last message from the assistant, length), the file needs
-`min_examples`, and the token count and training cost are estimated (`FineTunePlan`). Without `--dry-run` the
-files are uploaded (`purpose="fine-tune"`), a supervised job is created, and its status is polled with backoff
-until it ends; the fine-tuned model's name is printed. The API key is read from OPENAI_API_KEY only and never
-logged; `--base-url` points the SDK at any OpenAI-compatible server.
-
-Token counts use a documented heuristic, not a tokenizer (tokenizer files would have to be downloaded): ~4
-characters per token (OpenAI's rule of thumb for English) plus 4 tokens of framing per message and 3 for the
-reply, as in OpenAI's chat token-counting recipe. Treat the cost as an estimate within ~20%.
+`min_examples`, and the token count and training cost are estimated (`ie.fine_tune_plan`). Without `--dry-run`
+the files are uploaded (`purpose="fine-tune"`), a supervised job is created, and its status is polled with
+backoff until it ends; the fine-tuned model's name is printed. The API key is read from OPENAI_API_KEY only and
+never logged; `--base-url` points the SDK at any OpenAI-compatible server.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ie.fine_tune_plan import FineTunePlan, plan_files
 from student.config import OpenAIFineTuneConfig
-from student.data import DataError, Messages, read_chat_jsonl
 
-CHARS_PER_TOKEN = 4
-TOKENS_PER_MESSAGE = 4
-TOKENS_PER_REPLY = 3
-# OpenAI's automatic epoch count (fine-tuning data-preparation recipe): 3 epochs, raised/lowered so that
-# examples x epochs stays within [100, 25000], and kept within [1, 25].
-TARGET_EPOCHS, MIN_TARGET_EXAMPLES, MAX_TARGET_EXAMPLES, MAX_DEFAULT_EPOCHS = 3, 100, 25_000, 25
 TERMINAL_STATUSES = ("succeeded", "failed", "cancelled")
 
 
@@ -41,65 +29,11 @@ class FineTuneError(RuntimeError):
     """The job could not be started or did not succeed; the message says what the API reported."""
 
 
-def estimate_tokens(messages: Messages) -> int:
-    return TOKENS_PER_REPLY + sum(TOKENS_PER_MESSAGE + math.ceil(len(m["content"]) / CHARS_PER_TOKEN)
-                                  for m in messages)
-
-
-def default_epochs(n_examples: int) -> int:
-    if n_examples * TARGET_EPOCHS < MIN_TARGET_EXAMPLES:
-        return min(MAX_DEFAULT_EPOCHS, math.ceil(MIN_TARGET_EXAMPLES / n_examples))
-    if n_examples * TARGET_EPOCHS > MAX_TARGET_EXAMPLES:
-        return max(1, MAX_TARGET_EXAMPLES // n_examples)
-    return TARGET_EPOCHS
-
-
-@dataclass
-class FileReport:
-    path: str
-    examples: int
-    tokens: int  # per pass over the file
-    max_example_tokens: int
-
-
-@dataclass
-class FineTunePlan:
-    """What a job would train on and cost. `billed_tokens` = training tokens x epochs (validation is free)."""
-    model: str
-    train: FileReport
-    validation: FileReport | None
-    n_epochs: int
-    epochs_auto: bool
-    billed_tokens: int
-    price_per_mtok: float | None
-    estimated_cost_usd: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def check_file(path: str, cfg: OpenAIFineTuneConfig, min_examples: int) -> FileReport:
-    examples = read_chat_jsonl(path)
-    if len(examples) < min_examples:
-        raise DataError(f"{path}: {len(examples)} examples; the API needs at least {min_examples} - add examples "
-                        "(or merge splits)")
-    counts = [estimate_tokens(m) for m in examples]
-    longest = max(range(len(counts)), key=counts.__getitem__)
-    if counts[longest] > cfg.max_tokens_per_example:
-        raise DataError(f"{path}: example {longest + 1} has ~{counts[longest]} tokens, over the "
-                        f"{cfg.max_tokens_per_example}-token limit; shorten or drop it")
-    return FileReport(path, len(examples), sum(counts), counts[longest])
-
-
 def plan_fine_tune(cfg: OpenAIFineTuneConfig) -> FineTunePlan:
     """Validate the files and estimate the job, without any network access."""
-    train = check_file(cfg.train, cfg, cfg.min_examples)
-    validation = check_file(cfg.validation, cfg, 1) if cfg.validation else None
-    epochs = cfg.n_epochs or default_epochs(train.examples)
-    billed = train.tokens * epochs
-    price = cfg.price()
-    cost = None if price is None else round(billed / 1e6 * price, 2)
-    return FineTunePlan(cfg.model, train, validation, epochs, cfg.n_epochs is None, billed, price, cost)
+    return plan_files(cfg.train, cfg.validation, model=cfg.model, n_epochs=cfg.n_epochs,
+                      price_per_mtok=cfg.price_per_mtok, min_examples=cfg.min_examples,
+                      max_tokens_per_example=cfg.max_tokens_per_example)
 
 
 def job_request(cfg: OpenAIFineTuneConfig, training_file: str, validation_file: str | None) -> dict[str, Any]:

@@ -10,11 +10,12 @@ from typing import ClassVar
 
 import pytest
 
+from ie.chat_examples import DataError
 from ie.config import ConfigError
+from ie.fine_tune_plan import default_epochs, estimate_tokens
 from student import openai_ft
 from student.config import OpenAIFineTuneConfig
-from student.data import DataError
-from student.openai_ft import default_epochs, estimate_tokens, job_request, plan_fine_tune
+from student.openai_ft import job_request, plan_fine_tune
 
 SECRET = "sk-test-secret-never-printed"
 

@@ -50,7 +50,7 @@ def test_gpu_check_dry_run_makes_the_examples_and_plans_every_step(tmp_path):
 
     done = run_script("gpu_check.sh", "--dry-run", "--out", str(tmp_path), PYTHON=sys.executable)
     assert done.returncode == 0, done.stderr
-    from student.data import read_chat_jsonl
+    from ie.chat_examples import read_chat_jsonl
 
     examples = read_chat_jsonl(tmp_path / "data" / "train.jsonl")
     texts = (tmp_path / "data" / "texts.txt").read_text().splitlines()
