@@ -12,6 +12,7 @@ from typing import Any
 from ie.config import ConfigError, check_field_types
 from ie.llm.client import STRUCTURED_OUTPUTS, Timeouts
 from ie.scoring import RE_MODES
+from teacher.method_names import METHOD_NAMES
 
 SUMMARIZERS = ("generate", "likelihood")
 # Settings that moved to the dataset config's `mentions:` section (ie.mentions.MentionProfile).
@@ -85,14 +86,12 @@ class TeacherConfig:
                                    "fails with reason 'time budget' and is retried by the next run (0 = no budget)")
 
     def __post_init__(self) -> None:
-        from teacher.methods import METHODS
-
         if isinstance(self.routing, bool):  # YAML 1.1 reads a bare off/on as a boolean
             self.routing = "on" if self.routing else "off"
         check_field_types(self, "teacher")
 
-        if self.method not in METHODS:
-            raise ConfigError(f"teacher.method: unknown method {self.method!r}; choose one of {sorted(METHODS)}")
+        if self.method not in METHOD_NAMES:
+            raise ConfigError(f"teacher.method: unknown method {self.method!r}; choose one of {sorted(METHOD_NAMES)}")
         if self.endpoint and not self.model_name:
             raise ConfigError("teacher.model_name: --endpoint needs --model-name (the model served there)")
         if self.structured_output not in STRUCTURED_OUTPUTS:

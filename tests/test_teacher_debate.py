@@ -15,6 +15,7 @@ from ie.mentions import MentionRules, ground
 from ie.schema import Record
 from teacher.config import TeacherConfig
 from teacher.likelihood_judge import type_words
+from teacher.method_names import METHOD_NAMES
 from teacher.methods import METHODS
 from teacher.report import run_summary
 from teacher.runner import label_records
@@ -323,6 +324,7 @@ def test_every_method_yields_records_with_transcripts_and_stats():
                          {"head": "Ronald Reagan", "relation": "Live_In", "tail": "Dixon", "confidence": 0.9}]},
                      "TripletAnswer": {"triples": [{"head": "Reagan", "head_type": "Peop", "relation": "Live_In",
                                                     "tail": "Dixon", "tail_type": "Loc", "confidence": 0.9}]}})
+    assert tuple(METHODS) == METHOD_NAMES  # the names the config accepts are the methods there are
     for method in METHODS:
         out = label(script, DIXON, method=method)
         assert out.model_extra["debate"]["method"] == method and out.model_extra["stats"]["calls"] >= 1
