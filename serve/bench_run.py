@@ -19,7 +19,7 @@ from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.llm.local import ensure_endpoint
 from ie.schema import Record, read_records, write_records
-from serve.bench import BenchConfig, write_json
+from serve.bench_config import BenchConfig, write_json
 from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics, teacher_target
 from serve.bench_report import write_markdown, write_plot
 

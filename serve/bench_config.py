@@ -1,0 +1,89 @@
+"""The bench's typed config and its JSON writer, in a leaf module: the CLI (`serve.bench`, which starts
+`serve.bench_run`) and the runner both import it, so the runner needs nothing of the CLI."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ie.config import REPO_ROOT, ConfigError
+
+
+def _opt(default: Any, help: str) -> Any:
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class BenchConfig:
+    config: str = _opt("configs/conll04.yaml", "dataset config (schema, splits, bench: section), or just its name")
+    split: str = _opt("dev", "dataset split the methods are compared on")
+    limit: int | None = _opt(50, "compare on the first N sentences of the split (after --offset)")
+    offset: int = _opt(0, "skip the first N sentences (a fresh slice after the ones settings were chosen on)")
+    methods: list[str] = _opt(["direct", "type-agents", "crossagentie"],
+                              "comma-separated methods: teacher methods (teacher.methods) and/or student")
+    model: str | None = _opt(None, "teacher's embedded llama.cpp model: catalogue name or GGUF path")
+    endpoint: str | None = _opt(None, "teacher's OpenAI-compatible base URL (instead of the embedded server)")
+    model_name: str | None = _opt(None, "model name at --endpoint")
+    api_key_env: str | None = _opt(None, "NAME of the env var holding --endpoint's API key")
+    student_adapter: str | None = _opt(None, "student's GGUF LoRA adapter, served on the embedded server")
+    student_base: str = _opt("qwen2.5-coder-0.5b", "base model of --student-adapter (catalogue name or GGUF)")
+    student_endpoint: str | None = _opt(None, "student's OpenAI-compatible base URL (e.g. vLLM)")
+    student_model: str = _opt("student", "model or adapter name at --student-endpoint")
+    concurrency: int = _opt(1, "sentences in flight at once (match the server's parallel slots)")
+    threads: int | None = _opt(None, "CPU threads of an embedded server (default: all cores)")
+    price_as: str | None = _opt(None, "price the rows at this bench.prices entry's $ per 1M tokens")
+    out: str = _opt("runs/bench", "output folder (bench.json, bench.md, bench.png, rows/)")
+    fresh: bool = _opt(False, "re-run every method and bypass the call cache, so latencies are real")
+    overhead: bool = _opt(False, "replay each teacher method's fresh calls as plain requests: the toolkit's cost")
+
+    def __post_init__(self) -> None:
+        if "student" in self.methods and not (self.student_adapter or self.student_endpoint):
+            raise ConfigError("bench.methods: 'student' needs --student-adapter PATH.gguf or --student-endpoint URL")
+        if self.endpoint and not self.model_name:
+            raise ConfigError("bench.model_name: --endpoint needs --model-name")
+        if self.offset < 0:
+            raise ConfigError(f"bench.offset: must be 0 or more, got {self.offset}")
+        if self.concurrency < 1:
+            raise ConfigError(f"bench.concurrency: must be at least 1, got {self.concurrency}")
+
+    def settings_key(self, method: str) -> dict[str, Any]:
+        """What a reusable row must have been measured with: the settings, and the content of everything that
+        decides its labels (dataset config, prompts and code; the student's adapter file)."""
+        keep = ("config", "split", "offset", "limit", "concurrency", "model", "endpoint", "model_name")
+        key = {k: getattr(self, k) for k in keep}
+        key["inputs_sha256"] = self._digests["inputs"]
+        if method == "student":
+            key.update(student_adapter=self.student_adapter, student_base=self.student_base,
+                       student_endpoint=self.student_endpoint, student_model=self.student_model,
+                       student_sha256=self._digests["student"])
+        return key
+
+    @functools.cached_property
+    def _digests(self) -> dict[str, str]:
+        """Read once per bench: the files are hashed as they were when it started."""
+        code = sorted(p for d in LABELLING_CODE for p in (REPO_ROOT / d).rglob("*") if p.suffix in (".py", ".txt"))
+        student = [REPO_ROOT / "serve" / "client.py"]  # the student's sampling settings
+        if self.student_adapter:
+            student.append(Path(self.student_adapter))
+        return {"inputs": files_digest([Path(self.config), *code]), "student": files_digest(student)}
+
+
+LABELLING_CODE = ("ie", "teacher", "distill")
+
+
+def files_digest(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
