@@ -1,14 +1,16 @@
 """What agents claim, what survives, and how the survivors become a record (pure functions).
 
 An `EntityClaim` is one agent's typed span; a `RelationClaim` one agent's typed pair of spans. A `Decision` is
-a claim kept in the output, with the confidences backing it and how it was settled. `joint_claims` grounds an
-answer that names entities and relations with their types (the teacher's one-step baseline, the student). In
-`ie` because the teacher and the student's answer format (`ie.student_format`) both ground and assemble with it.
+a claim kept in the output, with the confidences backing it and how it was settled (an `EntityDecision` holds
+an entity claim, a `RelationDecision` a relation claim). `joint_claims` grounds an answer that names entities and
+relations with their types (the teacher's one-step baseline, the student). In `ie` because the teacher and the
+student's answer format (`ie.student_format`) both ground and assemble with it.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ie.config import TaskSchema
 from ie.grounding import Span
@@ -52,17 +54,22 @@ class RelationClaim:
 
 
 Claim = EntityClaim | RelationClaim
+C = TypeVar("C", EntityClaim, RelationClaim)  # one kind of claim: what a Decision, a Conflict, ... holds
 
 
 @dataclass(frozen=True)
-class Decision:
-    claim: Claim
+class Decision(Generic[C]):
+    claim: C
     support: tuple[float, ...]  # confidences of the agents (and rounds) that back this claim
     settled: str = "uncontested"  # uncontested | consensus_round_N | summarizer | fallback | ...
     confidence: float | None = None
 
 
-def uncontested(claims: Sequence[Claim], settled: str = "uncontested") -> list[Decision]:
+EntityDecision = Decision[EntityClaim]
+RelationDecision = Decision[RelationClaim]
+
+
+def uncontested(claims: Sequence[C], settled: str = "uncontested") -> list[Decision[C]]:
     return [Decision(c, (c.confidence,), settled) for c in claims]
 
 
@@ -174,24 +181,24 @@ def joint_claims(text: str, entities: Sequence[NamedEntity], relations: Sequence
     return ents, rels, missed_ents + missed_rels
 
 
-def with_arguments(entities: list[Decision], relations: Sequence[Decision]) -> list[Decision]:
+def with_arguments(entities: list[EntityDecision], relations: Sequence[RelationDecision]) -> list[EntityDecision]:
     """A joint answer's relations imply their arguments are entities, even when its entity list forgot them."""
-    known = {d.claim.arg for d in entities}  # type: ignore[union-attr]
-    added: dict[Arg, Decision] = {}
+    known = {d.claim.arg for d in entities}
+    added: dict[Arg, EntityDecision] = {}
     for d in relations:
-        for arg in (d.claim.head, d.claim.tail):  # type: ignore[union-attr]
+        for arg in (d.claim.head, d.claim.tail):
             if arg not in known and arg not in added:
                 added[arg] = Decision(EntityClaim(arg, d.claim.agent, d.claim.confidence), d.support, d.settled)
     return entities + list(added.values())
 
 
-def flatten(entities: Sequence[Decision]) -> list[Decision]:
+def flatten(entities: Sequence[EntityDecision]) -> list[EntityDecision]:
     """Flat typing: no two output entities overlap (the more confident wins)."""
     scored = [(d.claim.arg.span, d.confidence or 0.0, d) for d in entities]
     return resolve_overlaps(scored)
 
 
-def assemble(record: Record, entities: Sequence[Decision], relations: Sequence[Decision]) -> Record:
+def assemble(record: Record, entities: Sequence[EntityDecision], relations: Sequence[RelationDecision]) -> Record:
     """The output record: entities in text order, relations indexing them (a relation whose arguments are not
     both among the entities is dropped), one relation per (head, tail, type)."""
     ents = sorted({d.claim.arg: d for d in entities}.items())

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ie.claims import (
-    Decision,
     EntityClaim,
+    EntityDecision,
     NamedEntity,
     NamedRelation,
     RelationClaim,
+    RelationDecision,
     joint_claims,
     named_relation_claims,
     uncontested,
@@ -22,7 +23,7 @@ from teacher.answers import typed_answers
 from teacher.context import RecordContext
 from teacher.templates import relation_list, type_list
 
-Outcome = tuple[list[Decision], list[Decision]]
+Outcome = tuple[list[EntityDecision], list[RelationDecision]]
 
 
 def answer_models(ctx: RecordContext) -> dict[str, Any]:

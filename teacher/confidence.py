@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from statistics import mean
 
-from ie.claims import Arg, Decision
+from ie.claims import Arg, Decision, EntityDecision, RelationDecision
 
 SETTLED_WEIGHT = {
     "uncontested": 1.0, "vote": 1.0, "summarizer": 0.8, "fallback": 0.6, "highest_confidence": 0.8,
@@ -32,20 +32,21 @@ def item_confidence(d: Decision) -> float:
     return min(1.0, max(0.0, mean(d.support) * settled_weight(d.settled)))
 
 
-def score(entities: Sequence[Decision], relations: Sequence[Decision]) -> tuple[list[Decision], list[Decision]]:
+def score(entities: Sequence[EntityDecision], relations: Sequence[RelationDecision]
+          ) -> tuple[list[EntityDecision], list[RelationDecision]]:
     """Entities and relations with `confidence` set."""
-    base: dict[Arg, float] = {d.claim.arg: item_confidence(d) for d in entities}  # type: ignore[union-attr]
+    base: dict[Arg, float] = {d.claim.arg: item_confidence(d) for d in entities}
     rels, backing = [], {arg: 0.0 for arg in base}
     for d in relations:
         c = d.claim
-        args = [base.get(c.head, 0.0), base.get(c.tail, 0.0)]  # type: ignore[union-attr]
+        args = [base.get(c.head, 0.0), base.get(c.tail, 0.0)]
         conf = round(item_confidence(d) * min(args) ** 0.5, 4)
         rels.append(replace(d, confidence=conf))
-        for arg in (c.head, c.tail):  # type: ignore[union-attr]
+        for arg in (c.head, c.tail):
             if arg in backing:
                 backing[arg] = max(backing[arg], conf)
     ents = [replace(d, confidence=round(1 - (1 - base[d.claim.arg]) * (1 - 0.5 * backing[d.claim.arg]), 4))
-            for d in entities]  # type: ignore[union-attr]
+            for d in entities]
     return ents, rels
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
-from ie.claims import Claim, Decision, EntityClaim, RelationClaim, uncontested
+from ie.claims import C, Claim, Decision, EntityClaim, EntityDecision, RelationClaim, RelationDecision, uncontested
 from teacher.answers import DebateAnswer
 from teacher.conflicts import (
     Conflict,
@@ -38,7 +38,7 @@ def agent_description(ctx: RecordContext, agent: str) -> str:
     return types[name].description
 
 
-def initial_positions(conflicts: Sequence[Conflict]) -> Positions:
+def initial_positions(conflicts: Sequence[Conflict[C]]) -> Positions:
     """Round 0: each agent stands by its own most confident option."""
     positions: Positions = {}
     for conflict in conflicts:
@@ -50,11 +50,11 @@ def initial_positions(conflicts: Sequence[Conflict]) -> Positions:
     return positions
 
 
-def consensus(conflict: Conflict, positions: Positions) -> bool:
+def consensus(conflict: Conflict[C], positions: Positions) -> bool:
     return len({positions[(conflict.id, a)].choice for a in conflict.agents}) == 1
 
 
-async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], block: str, round: int
+async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict[C]], block: str, round: int
                 ) -> dict[str, Position]:
     """One agent's stances (by conflict id) on its items of the round's `block`; an invalid or missing stance,
     or one on an item the agent is not part of, is left out (the previous stance stands). Debaters keep or
@@ -74,8 +74,13 @@ async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], b
     return stances
 
 
-def chosen_claims(conflict: Conflict, final: Position) -> tuple[Claim, ...]:
-    """The winning option's claims (every occurrence), retyped if the verdict gave its span another type."""
+@overload
+def chosen_claims(conflict: Conflict[EntityClaim], final: Position) -> tuple[EntityClaim, ...]: ...
+@overload
+def chosen_claims(conflict: Conflict[RelationClaim], final: Position) -> tuple[RelationClaim, ...]: ...
+def chosen_claims(conflict: Conflict[Any], final: Position) -> tuple[Claim, ...]:
+    """The winning option's claims (every occurrence), retyped if the verdict gave its span another type (only
+    an entity conflict's verdict does)."""
     if final.choice is None:
         return ()
     claims = conflict.options[final.choice].claims
@@ -85,7 +90,7 @@ def chosen_claims(conflict: Conflict, final: Position) -> tuple[Claim, ...]:
                  for c in claims if isinstance(c, EntityClaim))
 
 
-def decide(conflict: Conflict, final: Position, settled_by: str, positions: Positions) -> list[Decision]:
+def decide(conflict: Conflict[C], final: Position, settled_by: str, positions: Positions) -> list[Decision[C]]:
     """The winning option's claims, backed by the confidences that chose it (the verdict's alone when it gave
     the span a type no agent claimed)."""
     if final.choice is None:
@@ -99,15 +104,16 @@ def decide(conflict: Conflict, final: Position, settled_by: str, positions: Posi
     return [Decision(c, support or (final.confidence,), settled_by) for c in chosen_claims(conflict, final)]
 
 
-def winner_label(conflict: Conflict, final: Position) -> str | None:
+def winner_label(conflict: Conflict[C], final: Position) -> str | None:
     if final.choice is None:
         return None
     if final.retype is None:
         return conflict.options[final.choice].label
-    return entity_label(chosen_claims(conflict, final)[0])  # type: ignore[arg-type]
+    claim = chosen_claims(conflict, final)[0]
+    return entity_label(claim) if isinstance(claim, EntityClaim) else None  # only an entity's span is retyped
 
 
-def log_entry(conflict: Conflict, history: list[tuple[str, Position]], settled_by: str,
+def log_entry(conflict: Conflict[C], history: list[tuple[str, Position]], settled_by: str,
               final: Position) -> dict[str, Any]:
     return {
         "id": conflict.id, "kind": conflict.kind, "options": [o.label for o in conflict.options],
@@ -119,7 +125,7 @@ def log_entry(conflict: Conflict, history: list[tuple[str, Position]], settled_b
     }
 
 
-async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Decision]:
+async def debate(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[Decision[C]]:
     positions = initial_positions(conflicts)
     history = {c.id: [(a, positions[(c.id, a)]) for a in c.agents] for c in conflicts}
     settled: dict[str, str] = {}
@@ -140,7 +146,7 @@ async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Deci
                 settled[c.id] = f"consensus_round_{round}"
     still_open = [c for c in conflicts if c.id not in settled]
     verdicts = await summarize(ctx, still_open, positions)
-    decisions = []
+    decisions: list[Decision[C]] = []
     for c in conflicts:
         if c.id in settled:
             final = positions[(c.id, c.agents[0])]
@@ -152,9 +158,9 @@ async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Deci
     return decisions
 
 
-def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Decision]:
+def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[Decision[C]]:
     """No debate (the `type-agents` baseline): each conflict goes to its most confident option."""
-    decisions = []
+    decisions: list[Decision[C]] = []
     for conflict in conflicts:
         positions = initial_positions([conflict])
         best = max(range(len(conflict.options)), key=lambda i: conflict.options[i].confidence)
@@ -165,14 +171,20 @@ def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Dec
     return decisions
 
 
-async def settle(ctx: RecordContext, claims: Sequence[Claim], debated: bool = True) -> list[Decision]:
-    """Decisions for entity or relation claims: undisputed ones kept, conflicts debated (or, without
-    debate, given to the most confident option)."""
-    if claims and isinstance(claims[0], RelationClaim):
-        free, conflicts = relation_conflicts(claims, ctx.schema)  # type: ignore[arg-type]
-    else:
-        free, conflicts = entity_conflicts(claims, ctx.schema.nested_entities)  # type: ignore[arg-type]
+async def settle(ctx: RecordContext, free: Sequence[C], conflicts: Sequence[Conflict[C]], debated: bool
+                 ) -> list[Decision[C]]:
+    """Decisions for one kind of claim: undisputed ones kept, conflicts debated (or, without debate, given to
+    the most confident option)."""
     if not debated:
         return uncontested(free) + by_confidence(ctx, conflicts)
     return uncontested(free) + await debate(ctx, conflicts)
 
+
+async def settle_entities(ctx: RecordContext, claims: Sequence[EntityClaim], debated: bool = True
+                          ) -> list[EntityDecision]:
+    return await settle(ctx, *entity_conflicts(claims, ctx.schema.nested_entities), debated)
+
+
+async def settle_relations(ctx: RecordContext, claims: Sequence[RelationClaim], debated: bool = True
+                           ) -> list[RelationDecision]:
+    return await settle(ctx, *relation_conflicts(claims, ctx.schema), debated)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 
-from ie.claims import Claim, Decision, RelationClaim, with_arguments
+from ie.claims import C, Claim, Decision, RelationClaim, with_arguments
 from ie.schema import Record
 from teacher.baselines import Outcome, answer_models, joint
 from teacher.context import RecordContext
@@ -20,19 +20,20 @@ def _label(c: Claim) -> str:
     return c.type if isinstance(c, RelationClaim) else c.arg.type
 
 
-def vote(samples: Sequence[Sequence[Claim]], weights: Sequence[float], where: Callable[[Claim], Hashable]
-         ) -> list[Decision]:
+def vote(samples: Sequence[Sequence[C]], weights: Sequence[float], where: Callable[[C], Hashable]
+         ) -> list[Decision[C]]:
     """Keep a `where` (span or pair) backed by more than half the total weight, with its heaviest type;
     the decision's support is the share of weight behind the kept type."""
     total = sum(weights)
     at: dict[Hashable, float] = {}
-    typed: dict[Hashable, dict[str, list]] = {}  # where -> type -> [weight, first claim]
+    typed: dict[Hashable, dict[str, tuple[float, C]]] = {}  # where -> type -> (weight, first claim)
     for claims, w in zip(samples, weights):
         for key in {where(c) for c in claims}:
             at[key] = at.get(key, 0.0) + w
         for (key, label), c in {(where(c), _label(c)): c for c in claims}.items():
-            typed.setdefault(key, {}).setdefault(label, [0.0, c])[0] += w
-    decisions = []
+            weight, first = typed.setdefault(key, {}).get(label, (0.0, c))
+            typed[key][label] = (weight + w, first)
+    decisions: list[Decision[C]] = []
     for key, weight in at.items():
         if total and weight > total / 2:
             share, claim = max(typed[key].values(), key=lambda v: v[0])

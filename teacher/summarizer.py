@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ie.claims import C
 from teacher.answers import SummaryAnswer
 from teacher.conflicts import Conflict, Position, parse_letter, render_conflicts
 from teacher.context import RecordContext
 from teacher.likelihood_judge import judge
 
 
-async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict],
+async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict[C]],
                     positions: dict[tuple[str, str], Position]) -> dict[str, Position]:
     """Verdicts by conflict id, all open conflicts in one call; a conflict left unanswered is absent. With
     `summarizer: likelihood` the entity conflicts it can score are decided by `likelihood_judge` first."""
@@ -32,7 +33,7 @@ async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict],
     return verdicts
 
 
-def fallback(conflict: Conflict, positions: dict[tuple[str, str], Position]) -> Position:
+def fallback(conflict: Conflict[C], positions: dict[tuple[str, str], Position]) -> Position:
     """No verdict: the option with the highest summed confidence of the agents' last stances (ties: first)."""
     totals: dict[int | None, float] = {}
     for agent in conflict.agents:
