@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ie.claims import Arg, Decision, EntityClaim, EntityDecision, RelationDecision
+from ie.claims import AgentId, Arg, Decision, EntityClaim, EntityDecision, RelationDecision, Settlement
 
 
 @dataclass(frozen=True)
@@ -74,15 +74,15 @@ def align(entities: Sequence[EntityDecision], relations: Sequence[RelationDecisi
     for arg in gap.missing:
         check = checks.get(arg, Check(False, 0.0))
         if check.accepted:
-            ents[arg] = Decision(EntityClaim(arg, f"ner:{arg.type}", check.confidence), (check.confidence,),
-                                 "added_by_feedback")
+            ents[arg] = Decision(EntityClaim(arg, AgentId("ner", arg.type), check.confidence), (check.confidence,),
+                                 Settlement("added_by_feedback"))
             actions.append({"action": "added", "entity": arg.text, "type": arg.type})
     for old, new in gap.mismatched:
         check = checks.get(new, Check(False, 0.0))
         if check.accepted and check.confidence > _strength(ents[old]):
             del ents[old]
-            ents[new] = Decision(EntityClaim(new, f"ner:{new.type}", check.confidence), (check.confidence,),
-                                 "retyped_by_feedback")
+            ents[new] = Decision(EntityClaim(new, AgentId("ner", new.type), check.confidence), (check.confidence,),
+                                 Settlement("retyped_by_feedback"))
             actions.append({"action": "retyped", "entity": new.text, "from": old.type, "type": new.type})
     kept = []
     for d in relations:

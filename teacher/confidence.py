@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from statistics import mean
 
-from ie.claims import Arg, Decision, EntityDecision, RelationDecision
+from ie.claims import Arg, Decision, EntityDecision, RelationDecision, SettledBy, Settlement
 
-SETTLED_WEIGHT = {
+SETTLED_WEIGHT: dict[SettledBy, float] = {  # a consensus: by its round
     "uncontested": 1.0, "vote": 1.0, "summarizer": 0.8, "fallback": 0.6, "highest_confidence": 0.8,
     "added_by_feedback": 0.85, "retyped_by_feedback": 0.75,
 }
@@ -22,10 +22,10 @@ FAILED_CALL_FACTOR = 0.5
 UNRESOLVED_FACTOR = 0.8
 
 
-def settled_weight(settled: str) -> float:
-    if settled.startswith("consensus_round_"):
-        return max(0.5, 1.0 - 0.05 * int(settled.rsplit("_", 1)[1]))
-    return SETTLED_WEIGHT.get(settled, 0.7)
+def settled_weight(settled: Settlement) -> float:
+    if settled.round is not None:
+        return max(0.5, 1.0 - 0.05 * settled.round)
+    return SETTLED_WEIGHT[settled.how]
 
 
 def item_confidence(d: Decision) -> float:

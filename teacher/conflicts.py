@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic
 
-from ie.claims import C, EntityClaim, RelationClaim
+from ie.claims import AgentId, C, EntityClaim, RelationClaim
 from ie.config import TaskSchema
 from ie.mentions import overlaps
 
@@ -21,7 +21,7 @@ NONE = "N"  # the choice "none of the options is correct"
 @dataclass(frozen=True)
 class Option(Generic[C]):
     label: str  # how agents see it: '"Smithsonian" is Org'
-    agent: str  # the agent of the option's type
+    agent: AgentId  # the agent of the option's type
     claims: tuple[C, ...]  # every occurrence backing it
 
     @property
@@ -36,7 +36,7 @@ class Conflict(Generic[C]):
     options: tuple[Option[C], ...]
 
     @property
-    def agents(self) -> tuple[str, ...]:
+    def agents(self) -> tuple[AgentId, ...]:
         return tuple(sorted({o.agent for o in self.options}))
 
 
@@ -131,8 +131,8 @@ def relation_conflicts(claims: Sequence[RelationClaim], schema: TaskSchema
     return free, _merge(contested, lambda opts: "relation", _relation_label, "r")
 
 
-def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, str], Position],
-                     offer_none: bool = True, order: Sequence[str] = ()) -> str:
+def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, AgentId], Position],
+                     offer_none: bool = True, order: Sequence[AgentId] = ()) -> str:
     """Each conflict as a numbered item: its lettered options (and N, "none is correct", if offered), then
     every agent's current stance and reason, agents in `order` first (the round's speaking order)."""
     rank = {agent: i for i, agent in enumerate(order)}
@@ -143,6 +143,6 @@ def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, s
         for agent in sorted(conflict.agents, key=lambda a: (rank.get(a, len(rank)), a)):
             p = positions.get((conflict.id, agent))
             if p is not None:
-                lines.append(f"- {agent.split(':')[-1]} agent: {letter(p.choice)} ({p.confidence:.2f}) {p.reason!r}")
+                lines.append(f"- {agent.name} agent: {letter(p.choice)} ({p.confidence:.2f}) {p.reason!r}")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)

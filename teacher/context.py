@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ie.claims import AgentId
 from ie.config import TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.llm.choice import ChoiceScores
@@ -71,13 +72,13 @@ class RecordContext:
             return SamplingParams(cfg.sc_temperature, cfg.seed, 0.0, tokens, logprobs=True)
         return SamplingParams(cfg.extract_temperature, cfg.seed, 0.0, tokens)
 
-    async def ask(self, template: str, answer: type[T], /, *, role: str, agent: str, params: SamplingParams,
+    async def ask(self, template: str, answer: type[T], /, *, role: str, agent: AgentId, params: SamplingParams,
                   n: int = 1, round: int | None = None, **fields: object) -> list[Completion[T]]:
         """Render `template`, ask, and log each completion (valid or not) in the transcript."""
         messages = render(template, self.schema, self.text, **fields)
         completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n))
         for i, c in enumerate(completions):
-            entry: dict[str, Any] = {"role": role, "agent": agent, "template": f"{template}.txt"}
+            entry: dict[str, Any] = {"role": role, "agent": str(agent), "template": f"{template}.txt"}
             if round is not None:
                 entry["round"] = round
             if n > 1:
@@ -85,7 +86,7 @@ class RecordContext:
             self._log(entry, c)
         return completions
 
-    async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: str,
+    async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: AgentId,
                      **fields: object) -> list[Completion[ChoiceScores]]:
         """Render `template` and read the probabilities of `options` (see `LLMClient.choose`), logged. A question
         the record already asked (the Summarizer and alignment both scoring one span) is answered from the first
@@ -95,8 +96,8 @@ class RecordContext:
         if key not in self._choices:
             self._choices[key] = await self._answered(
                 lambda: self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed)))
-            self._log({"role": role, "agent": agent, "template": f"{template}.txt", "asked": fields.get("mention")},
-                      self._choices[key])
+            entry = {"role": role, "agent": str(agent), "template": f"{template}.txt", "asked": fields.get("mention")}
+            self._log(entry, self._choices[key])
         return [self._choices[key]]
 
     async def _answered(self, call: Callable[[], Awaitable[R]]) -> R:

@@ -14,7 +14,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, overload
 
-from ie.claims import C, Claim, Decision, EntityClaim, EntityDecision, RelationClaim, RelationDecision, uncontested
+from ie.claims import (
+    AgentId,
+    C,
+    Claim,
+    Decision,
+    EntityClaim,
+    EntityDecision,
+    RelationClaim,
+    RelationDecision,
+    Settlement,
+    uncontested,
+)
 from teacher.answers import DebateAnswer
 from teacher.conflicts import (
     Conflict,
@@ -27,15 +38,16 @@ from teacher.conflicts import (
     render_conflicts,
 )
 from teacher.context import RecordContext
+from teacher.likelihood_judge import LIKELIHOOD_SUMMARIZER
 from teacher.summarizer import fallback, summarize
 
-Positions = dict[tuple[str, str], Position]
+HIGHEST_CONFIDENCE = Settlement("highest_confidence")
+Positions = dict[tuple[str, AgentId], Position]  # by (conflict id, agent)
 
 
-def agent_description(ctx: RecordContext, agent: str) -> str:
-    group, _, name = agent.partition(":")
-    types = ctx.schema.entity_types if group == "ner" else ctx.schema.relation_types
-    return types[name].description
+def agent_description(ctx: RecordContext, agent: AgentId) -> str:
+    types = ctx.schema.entity_types if agent.group == "ner" else ctx.schema.relation_types
+    return types[agent.name].description
 
 
 def initial_positions(conflicts: Sequence[Conflict[C]]) -> Positions:
@@ -54,7 +66,7 @@ def consensus(conflict: Conflict[C], positions: Positions) -> bool:
     return len({positions[(conflict.id, a)].choice for a in conflict.agents}) == 1
 
 
-async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict[C]], block: str, round: int
+async def speak(ctx: RecordContext, agent: AgentId, conflicts: Sequence[Conflict[C]], block: str, round: int
                 ) -> dict[str, Position]:
     """One agent's stances (by conflict id) on its items of the round's `block`; an invalid or missing stance,
     or one on an item the agent is not part of, is left out (the previous stance stands). Debaters keep or
@@ -62,7 +74,7 @@ async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict[C]]
     entities both agents found."""
     mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
     [c] = await ctx.ask("debate", DebateAnswer, role="debater", agent=agent, params=ctx.params("debate"),
-                        round=round, name=agent.split(":")[-1], description=agent_description(ctx, agent),
+                        round=round, name=agent.name, description=agent_description(ctx, agent),
                         conflicts=block, items=", ".join(map(str, mine)))
     stances: dict[str, Position] = {}
     for stance in c.value.stances if c.ok else []:
@@ -86,11 +98,12 @@ def chosen_claims(conflict: Conflict[Any], final: Position) -> tuple[Claim, ...]
     claims = conflict.options[final.choice].claims
     if final.retype is None:
         return claims
-    return tuple(replace(c, arg=replace(c.arg, type=final.retype), agent="summarizer:likelihood")
+    return tuple(replace(c, arg=replace(c.arg, type=final.retype), agent=LIKELIHOOD_SUMMARIZER)
                  for c in claims if isinstance(c, EntityClaim))
 
 
-def decide(conflict: Conflict[C], final: Position, settled_by: str, positions: Positions) -> list[Decision[C]]:
+def decide(conflict: Conflict[C], final: Position, settled_by: Settlement, positions: Positions
+           ) -> list[Decision[C]]:
     """The winning option's claims, backed by the confidences that chose it (the verdict's alone when it gave
     the span a type no agent claimed)."""
     if final.choice is None:
@@ -100,7 +113,7 @@ def decide(conflict: Conflict[C], final: Position, settled_by: str, positions: P
     else:
         backing = [positions[(conflict.id, a)].confidence for a in conflict.agents
                    if positions[(conflict.id, a)].choice == final.choice]
-        support = tuple(backing) + ((final.confidence,) if settled_by in ("summarizer", "fallback") else ())
+        support = tuple(backing) + ((final.confidence,) if settled_by.how in ("summarizer", "fallback") else ())
     return [Decision(c, support or (final.confidence,), settled_by) for c in chosen_claims(conflict, final)]
 
 
@@ -113,14 +126,14 @@ def winner_label(conflict: Conflict[C], final: Position) -> str | None:
     return entity_label(claim) if isinstance(claim, EntityClaim) else None  # only an entity's span is retyped
 
 
-def log_entry(conflict: Conflict[C], history: list[tuple[str, Position]], settled_by: str,
+def log_entry(conflict: Conflict[C], history: list[tuple[AgentId, Position]], settled_by: Settlement,
               final: Position) -> dict[str, Any]:
     return {
         "id": conflict.id, "kind": conflict.kind, "options": [o.label for o in conflict.options],
-        "agents": list(conflict.agents),
-        "stances": [{"round": p.round, "agent": a, "choice": letter(p.choice), "confidence": p.confidence,
+        "agents": [str(a) for a in conflict.agents],
+        "stances": [{"round": p.round, "agent": str(a), "choice": letter(p.choice), "confidence": p.confidence,
                      "reason": p.reason} for a, p in history],
-        "settled_by": settled_by,
+        "settled_by": str(settled_by),
         "winner": winner_label(conflict, final),
     }
 
@@ -128,7 +141,7 @@ def log_entry(conflict: Conflict[C], history: list[tuple[str, Position]], settle
 async def debate(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[Decision[C]]:
     positions = initial_positions(conflicts)
     history = {c.id: [(a, positions[(c.id, a)]) for a in c.agents] for c in conflicts}
-    settled: dict[str, str] = {}
+    settled: dict[str, Settlement] = {}
     for round in range(1, ctx.cfg.max_rounds + 1):
         open_ = [c for c in conflicts if c.id not in settled]
         if not open_:
@@ -143,7 +156,7 @@ async def debate(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[D
         for c in open_:
             history[c.id] += [(a, positions[(c.id, a)]) for a in c.agents if positions[(c.id, a)].round == round]
             if consensus(c, positions):
-                settled[c.id] = f"consensus_round_{round}"
+                settled[c.id] = Settlement("consensus_round", round)
     still_open = [c for c in conflicts if c.id not in settled]
     verdicts = await summarize(ctx, still_open, positions)
     decisions: list[Decision[C]] = []
@@ -151,7 +164,7 @@ async def debate(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[D
         if c.id in settled:
             final = positions[(c.id, c.agents[0])]
         else:
-            settled[c.id] = "summarizer" if c.id in verdicts else "fallback"
+            settled[c.id] = Settlement("summarizer" if c.id in verdicts else "fallback")
             final = verdicts.get(c.id) or fallback(c, positions)
         ctx.transcript.conflicts.append(log_entry(c, history[c.id], settled[c.id], final))
         decisions += decide(c, final, settled[c.id], positions)
@@ -166,8 +179,8 @@ def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[
         best = max(range(len(conflict.options)), key=lambda i: conflict.options[i].confidence)
         final = Position(best, conflict.options[best].confidence, "highest confidence", 0)
         history = [(a, positions[(conflict.id, a)]) for a in conflict.agents]
-        ctx.transcript.conflicts.append(log_entry(conflict, history, "highest_confidence", final))
-        decisions += [Decision(c, (c.confidence,), "highest_confidence") for c in conflict.options[best].claims]
+        ctx.transcript.conflicts.append(log_entry(conflict, history, HIGHEST_CONFIDENCE, final))
+        decisions += [Decision(c, (c.confidence,), HIGHEST_CONFIDENCE) for c in conflict.options[best].claims]
     return decisions
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ie.claims import Arg, C, EntityClaim
+from ie.claims import AgentId, Arg, C, EntityClaim
 from ie.config import TaskSchema, words_of_name
 from ie.llm.choice import ChoiceScores
 from teacher.alignment import Check
@@ -28,6 +28,7 @@ from teacher.conflicts import Conflict, Position
 from teacher.context import RecordContext
 
 NOT_ENTITY = "none"
+LIKELIHOOD_SUMMARIZER = AgentId("summarizer", "likelihood")
 
 
 def type_words(schema: TaskSchema) -> dict[str, list[str]]:
@@ -51,7 +52,7 @@ def type_menu(schema: TaskSchema) -> str:
 
 
 async def span_scores(ctx: RecordContext, mention: str) -> ChoiceScores | None:
-    [c] = await ctx.choose("judge", type_words(ctx.schema), role="summarizer", agent="summarizer:likelihood",
+    [c] = await ctx.choose("judge", type_words(ctx.schema), role="summarizer", agent=LIKELIHOOD_SUMMARIZER,
                            mention=mention, types=type_menu(ctx.schema), none=ctx.cfg.judge_none)
     return c.value
 

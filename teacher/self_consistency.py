@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 
-from ie.claims import C, Claim, Decision, RelationClaim, with_arguments
+from ie.claims import AgentId, C, Claim, Decision, RelationClaim, Settlement, with_arguments
 from ie.schema import Record
 from teacher.baselines import Outcome, answer_models, joint
 from teacher.context import RecordContext
 from teacher.templates import relation_list, type_list
 
+AGENT = AgentId("self-consistency")
 LOGPROB_FALLBACK = "soft-self-consistency: the endpoint returned no log-probabilities; votes are unweighted"
 
 
@@ -37,7 +38,7 @@ def vote(samples: Sequence[Sequence[C]], weights: Sequence[float], where: Callab
     for key, weight in at.items():
         if total and weight > total / 2:
             share, claim = max(typed[key].values(), key=lambda v: v[0])
-            decisions.append(Decision(claim, (share / total,), "vote"))
+            decisions.append(Decision(claim, (share / total,), Settlement("vote")))
     return decisions
 
 
@@ -55,14 +56,14 @@ async def self_consistency(record: Record, ctx: RecordContext, soft: bool = Fals
     fields = {"type_list": type_list(ctx.schema)}
     if ctx.schema.relation_types:
         fields["relation_list"] = relation_list(ctx.schema)
-    comps = await ctx.ask(name, answer_models(ctx)[name], role="sample", agent="self-consistency",
+    comps = await ctx.ask(name, answer_models(ctx)[name], role="sample", agent=AGENT,
                           params=ctx.params("sample", 2), n=ctx.cfg.sc_samples, **fields)
     ok = [c for c in comps if c.ok]
     weights = sample_weights([c.logprob for c in ok], soft)
     if weights is None:
         ctx.note(LOGPROB_FALLBACK)
         weights = [1.0] * len(ok)
-    samples = [joint(ctx, c.value, "self-consistency") for c in ok]
+    samples = [joint(ctx, c.value, AGENT) for c in ok]
     entities = vote([s[0] for s in samples], weights, lambda c: c.arg.span)
     relations = vote([s[1] for s in samples], weights, lambda c: c.pair)
     return with_arguments(entities, relations), relations
