@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar, get_args
+from typing import Annotated, Generic, Literal, TypeVar, get_args
+
+from pydantic import BeforeValidator, PlainSerializer
 
 from ie.config import TaskSchema
 from ie.grounding import Span
@@ -67,6 +69,15 @@ class Settlement:
 
 
 UNCONTESTED = Settlement("uncontested")
+
+
+def _parsed(kind: type[AgentId] | type[Settlement]):
+    return BeforeValidator(lambda v: kind.parse(v) if isinstance(v, str) else v)
+
+
+# As fields of a pydantic model (a transcript): read from, and written as, their text form.
+AgentIdText = Annotated[AgentId, _parsed(AgentId), PlainSerializer(str, return_type=str)]
+SettlementText = Annotated[Settlement, _parsed(Settlement), PlainSerializer(str, return_type=str)]
 
 
 @dataclass(frozen=True, order=True)

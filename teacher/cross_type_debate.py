@@ -37,7 +37,7 @@ from teacher.conflicts import (
     relation_conflicts,
     render_conflicts,
 )
-from teacher.context import RecordContext
+from teacher.context import ConflictLog, RecordContext, Stance
 from teacher.likelihood_judge import LIKELIHOOD_SUMMARIZER
 from teacher.summarizer import fallback, summarize
 
@@ -127,15 +127,12 @@ def winner_label(conflict: Conflict[C], final: Position) -> str | None:
 
 
 def log_entry(conflict: Conflict[C], history: list[tuple[AgentId, Position]], settled_by: Settlement,
-              final: Position) -> dict[str, Any]:
-    return {
-        "id": conflict.id, "kind": conflict.kind, "options": [o.label for o in conflict.options],
-        "agents": [str(a) for a in conflict.agents],
-        "stances": [{"round": p.round, "agent": str(a), "choice": letter(p.choice), "confidence": p.confidence,
-                     "reason": p.reason} for a, p in history],
-        "settled_by": str(settled_by),
-        "winner": winner_label(conflict, final),
-    }
+              final: Position) -> ConflictLog:
+    return ConflictLog(
+        id=conflict.id, kind=conflict.kind, options=[o.label for o in conflict.options], agents=list(conflict.agents),
+        stances=[Stance(round=p.round, agent=a, choice=letter(p.choice), confidence=p.confidence, reason=p.reason)
+                 for a, p in history],
+        settled_by=settled_by, winner=winner_label(conflict, final))
 
 
 async def debate(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[Decision[C]]:
