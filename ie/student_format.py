@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ie.claims import NamedEntity, NamedRelation, assemble, flatten, joint_claims, uncontested, with_arguments
+from ie.claims import AgentId, NamedEntity, NamedRelation, assemble, flatten, joint_claims, uncontested, with_arguments
 from ie.config import DatasetConfig, TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.mentions import MentionProfile, MentionRules
@@ -209,7 +209,8 @@ def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, 
                            relations=_items(obj, "relations", AnswerRelation, stats))
     bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == text else ()
     rules = replace(rules or MentionRules(), tokens=bounds)
-    entities, relations, ungrounded = joint_claims(text, *_named(parsed, schema, stats), schema, rules, "student")
+    entities, relations, ungrounded = joint_claims(text, *_named(parsed, schema, stats), schema, rules,
+                                                   AgentId("student"))
     rels = uncontested(relations)
     ents = with_arguments(uncontested(entities), rels)
     if not schema.nested_entities:

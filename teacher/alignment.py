@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ie.claims import Arg, Decision, EntityClaim, RelationClaim
+from ie.claims import AgentId, Arg, Decision, EntityClaim, EntityDecision, RelationDecision, Settlement
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,12 @@ class Check:
     confidence: float
 
 
-def required(relations: Sequence[Decision]) -> set[Arg]:
-    return {arg for d in relations for arg in (d.claim.head, d.claim.tail)}  # type: ignore[union-attr]
+def required(relations: Sequence[RelationDecision]) -> set[Arg]:
+    return {arg for d in relations for arg in (d.claim.head, d.claim.tail)}
 
 
-def delta(entities: Sequence[Decision], relations: Sequence[Decision]) -> Delta:
-    ner = {d.claim.arg for d in entities}  # type: ignore[union-attr]
+def delta(entities: Sequence[EntityDecision], relations: Sequence[RelationDecision]) -> Delta:
+    ner = {d.claim.arg for d in entities}
     needed = required(relations)
     by_span = {a.span: a for a in ner}
     re_only = sorted(needed - ner)
@@ -66,27 +66,27 @@ def _strength(d: Decision) -> float:
     return d.confidence if d.confidence is not None else max(d.support)
 
 
-def align(entities: Sequence[Decision], relations: Sequence[Decision], gap: Delta, checks: dict[Arg, Check]
-          ) -> tuple[list[Decision], list[Decision], list[dict[str, Any]]]:
+def align(entities: Sequence[EntityDecision], relations: Sequence[RelationDecision], gap: Delta,
+          checks: dict[Arg, Check]) -> tuple[list[EntityDecision], list[RelationDecision], list[dict[str, Any]]]:
     """(entities, relations, actions) with B \\ A resolved; an unchecked entity counts as rejected."""
-    ents = {d.claim.arg: d for d in entities}  # type: ignore[union-attr]
+    ents = {d.claim.arg: d for d in entities}
     actions: list[dict[str, Any]] = []
     for arg in gap.missing:
         check = checks.get(arg, Check(False, 0.0))
         if check.accepted:
-            ents[arg] = Decision(EntityClaim(arg, f"ner:{arg.type}", check.confidence), (check.confidence,),
-                                 "added_by_feedback")
+            ents[arg] = Decision(EntityClaim(arg, AgentId("ner", arg.type), check.confidence), (check.confidence,),
+                                 Settlement("added_by_feedback"))
             actions.append({"action": "added", "entity": arg.text, "type": arg.type})
     for old, new in gap.mismatched:
         check = checks.get(new, Check(False, 0.0))
         if check.accepted and check.confidence > _strength(ents[old]):
             del ents[old]
-            ents[new] = Decision(EntityClaim(new, f"ner:{new.type}", check.confidence), (check.confidence,),
-                                 "retyped_by_feedback")
+            ents[new] = Decision(EntityClaim(new, AgentId("ner", new.type), check.confidence), (check.confidence,),
+                                 Settlement("retyped_by_feedback"))
             actions.append({"action": "retyped", "entity": new.text, "from": old.type, "type": new.type})
     kept = []
     for d in relations:
-        rel: RelationClaim = d.claim  # type: ignore[assignment]
+        rel = d.claim
         if rel.head in ents and rel.tail in ents:
             kept.append(d)
         else:

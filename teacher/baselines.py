@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ie.claims import (
-    Decision,
+    AgentId,
     EntityClaim,
+    EntityDecision,
     NamedEntity,
     NamedRelation,
     RelationClaim,
+    RelationDecision,
     joint_claims,
     named_relation_claims,
     uncontested,
@@ -22,7 +24,7 @@ from teacher.answers import typed_answers
 from teacher.context import RecordContext
 from teacher.templates import relation_list, type_list
 
-Outcome = tuple[list[Decision], list[Decision]]
+Outcome = tuple[list[EntityDecision], list[RelationDecision]]
 
 
 def answer_models(ctx: RecordContext) -> dict[str, Any]:
@@ -41,12 +43,12 @@ def named_relations(items: Sequence[Any]) -> list[NamedRelation]:
 
 
 async def direct(record: Record, ctx: RecordContext) -> Outcome:
-    [c] = await ctx.ask("direct", answer_models(ctx)["direct"], role="direct", agent="direct",
+    [c] = await ctx.ask("direct", answer_models(ctx)["direct"], role="direct", agent=AgentId("direct"),
                         params=ctx.params("extract", 2), type_list=type_list(ctx.schema))
-    return uncontested(joint(ctx, c.value, "direct")[0]), []
+    return uncontested(joint(ctx, c.value, AgentId("direct"))[0]), []
 
 
-def joint(ctx: RecordContext, value: Any, agent: str) -> tuple[list[EntityClaim], list[RelationClaim]]:
+def joint(ctx: RecordContext, value: Any, agent: AgentId) -> tuple[list[EntityClaim], list[RelationClaim]]:
     """A direct or one-step answer (None: invalid) as grounded entity and relation claims."""
     if value is None:
         return [], []
@@ -60,20 +62,20 @@ def joint(ctx: RecordContext, value: Any, agent: str) -> tuple[list[EntityClaim]
 async def one_step(record: Record, ctx: RecordContext) -> Outcome:
     if not ctx.schema.relation_types:
         return await direct(record, ctx)
-    [c] = await ctx.ask("one_step", answer_models(ctx)["one_step"], role="one_step", agent="one-step",
+    [c] = await ctx.ask("one_step", answer_models(ctx)["one_step"], role="one_step", agent=AgentId("one-step"),
                         params=ctx.params("extract", 2), type_list=type_list(ctx.schema),
                         relation_list=relation_list(ctx.schema))
-    entities, relations = joint(ctx, c.value, "one-step")
+    entities, relations = joint(ctx, c.value, AgentId("one-step"))
     rels = uncontested(relations)
     return with_arguments(uncontested(entities), rels), rels
 
 
 async def direct_re(record: Record, ctx: RecordContext) -> Outcome:
-    [c] = await ctx.ask("direct_re", answer_models(ctx)["direct_re"], role="direct_re", agent="direct-re",
+    [c] = await ctx.ask("direct_re", answer_models(ctx)["direct_re"], role="direct_re", agent=AgentId("direct-re"),
                         params=ctx.params("extract", 2), type_list=type_list(ctx.schema),
                         relation_list=relation_list(ctx.schema))
     claims, ungrounded = named_relation_claims(ctx.text, named_relations(c.value.triples if c.ok else []),
-                                               ctx.schema, ctx.rules, [], "direct-re")
+                                               ctx.schema, ctx.rules, [], AgentId("direct-re"))
     ctx.ungrounded += ungrounded
     rels = uncontested(claims)
     return with_arguments([], rels), rels

@@ -7,10 +7,11 @@ mentions (a name occurring twice) are merged, so each is debated once.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic
 
-from ie.claims import Claim, EntityClaim, RelationClaim
+from ie.claims import AgentId, C, EntityClaim, RelationClaim
 from ie.config import TaskSchema
 from ie.mentions import overlaps
 
@@ -18,10 +19,10 @@ NONE = "N"  # the choice "none of the options is correct"
 
 
 @dataclass(frozen=True)
-class Option:
+class Option(Generic[C]):
     label: str  # how agents see it: '"Smithsonian" is Org'
-    agent: str  # the agent of the option's type
-    claims: tuple[Claim, ...]  # every occurrence backing it
+    agent: AgentId  # the agent of the option's type
+    claims: tuple[C, ...]  # every occurrence backing it
 
     @property
     def confidence(self) -> float:
@@ -29,13 +30,13 @@ class Option:
 
 
 @dataclass(frozen=True)
-class Conflict:
+class Conflict(Generic[C]):
     id: str
     kind: str  # label | boundary | relation
-    options: tuple[Option, ...]
+    options: tuple[Option[C], ...]
 
     @property
-    def agents(self) -> tuple[str, ...]:
+    def agents(self) -> tuple[AgentId, ...]:
         return tuple(sorted({o.agent for o in self.options}))
 
 
@@ -82,9 +83,10 @@ def _relation_label(claim: RelationClaim) -> str:
     return f'"{claim.head.text}" {claim.type} "{claim.tail.text}"'
 
 
-def _merge(groups: list[list[Claim]], kind_of, label_of, prefix: str) -> list[Conflict]:
+def _merge(groups: list[list[C]], kind_of: Callable[[tuple[Option[C], ...]], str], label_of: Callable[[C], str],
+           prefix: str) -> list[Conflict[C]]:
     """One conflict per distinct set of option labels; each option keeps every occurrence's claims."""
-    by_signature: dict[tuple[str, ...], dict[str, list[Claim]]] = {}
+    by_signature: dict[tuple[str, ...], dict[str, list[C]]] = {}
     for group in groups:
         options = by_signature.setdefault(tuple(sorted({label_of(c) for c in group})), {})
         for claim in group:
@@ -97,29 +99,29 @@ def _merge(groups: list[list[Claim]], kind_of, label_of, prefix: str) -> list[Co
 
 
 def entity_conflicts(claims: Sequence[EntityClaim], nested: bool = False
-                     ) -> tuple[list[EntityClaim], list[Conflict]]:
+                     ) -> tuple[list[EntityClaim], list[Conflict[EntityClaim]]]:
     """(claims nobody disputes, conflicts). Claims are assumed to carry one type agent each."""
     free: list[EntityClaim] = []
-    contested: list[list[Claim]] = []
+    contested: list[list[EntityClaim]] = []
     for group in _components(claims, same_span_only=nested):
         if len({c.arg for c in group}) == 1:
             free.extend(group)
         else:
             contested.append(list(group))
-    def kind(opts) -> str:
+    def kind(opts: tuple[Option[EntityClaim], ...]) -> str:
         return "label" if len({c.arg.text for o in opts for c in o.claims}) == 1 else "boundary"
 
     return free, _merge(contested, kind, entity_label, "e")
 
 
 def relation_conflicts(claims: Sequence[RelationClaim], schema: TaskSchema
-                       ) -> tuple[list[RelationClaim], list[Conflict]]:
+                       ) -> tuple[list[RelationClaim], list[Conflict[RelationClaim]]]:
     """(undisputed relation claims, conflicts between exclusive types on one ordered pair)."""
     by_pair: dict[tuple, list[RelationClaim]] = {}
     for claim in claims:
         by_pair.setdefault(claim.pair, []).append(claim)
     free: list[RelationClaim] = []
-    contested: list[list[Claim]] = []
+    contested: list[list[RelationClaim]] = []
     for group in by_pair.values():
         types = sorted({c.type for c in group})
         if any(schema.exclusive(a, b) for a in types for b in types):
@@ -129,8 +131,8 @@ def relation_conflicts(claims: Sequence[RelationClaim], schema: TaskSchema
     return free, _merge(contested, lambda opts: "relation", _relation_label, "r")
 
 
-def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, str], Position],
-                     offer_none: bool = True, order: Sequence[str] = ()) -> str:
+def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, AgentId], Position],
+                     offer_none: bool = True, order: Sequence[AgentId] = ()) -> str:
     """Each conflict as a numbered item: its lettered options (and N, "none is correct", if offered), then
     every agent's current stance and reason, agents in `order` first (the round's speaking order)."""
     rank = {agent: i for i, agent in enumerate(order)}
@@ -141,6 +143,6 @@ def render_conflicts(conflicts: Sequence[Conflict], positions: dict[tuple[str, s
         for agent in sorted(conflict.agents, key=lambda a: (rank.get(a, len(rank)), a)):
             p = positions.get((conflict.id, agent))
             if p is not None:
-                lines.append(f"- {agent.split(':')[-1]} agent: {letter(p.choice)} ({p.confidence:.2f}) {p.reason!r}")
+                lines.append(f"- {agent.name} agent: {letter(p.choice)} ({p.confidence:.2f}) {p.reason!r}")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)

@@ -6,11 +6,11 @@ import json
 import random
 import zlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from ie.claims import AgentId, AgentIdText, SettlementText
 from ie.config import TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.llm.choice import ChoiceScores
@@ -25,20 +25,65 @@ T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
 
-@dataclass
-class Transcript:
+class Stance(BaseModel):
+    """One agent's stance on a conflict in one round (round 0: its own claim)."""
+    round: int
+    agent: AgentIdText
+    choice: str  # an option's letter, or N
+    confidence: float
+    reason: str
+
+
+class ConflictLog(BaseModel):
+    """One conflict in the transcript: its options, who took which stance when, and how it was settled."""
+    id: str
+    kind: str
+    options: list[str]
+    agents: list[AgentIdText]
+    stances: list[Stance]
+    settled_by: SettlementText
+    winner: str | None
+
+
+class Transcript(BaseModel):
     """The record's `debate` extra: every call, every conflict and how it was settled, each long mention's name
     extent check, Δ per cross-task round, and the types routed to agents (see `teacher.routing`)."""
     method: str
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
-    alignment: list[dict[str, Any]] = field(default_factory=list)
-    extents: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    routing: dict[str, Any] = field(default_factory=dict)
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    conflicts: list[ConflictLog] = Field(default_factory=list)
+    alignment: list[dict[str, Any]] = Field(default_factory=list)
+    extents: list[dict[str, Any]] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    routing: dict[str, Any] = Field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """Its JSON form, as the record's `debate` holds it."""
+        return self.model_dump(mode="json")
+
+
+class RecordStats(BaseModel):
+    """The record's `stats` extra: usage, failures, conflicts, routing and time of its labelling; `failed` (the
+    reason) and `error` for a record that did not finish (see `ie.failures`), `windows` for one labelled in
+    windows (see `ie.windows`)."""
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prefix_cached_tokens: int = 0
+    failed_calls: int = 0
+    truncated_calls: int = 0
+    ungrounded_items: int = 0
+    conflicts: int = 0
+    unresolved_conflicts: int = 0
+    agents_skipped_by_routing: int = 0
+    wall_s: float = 0.0
+    failed: str | None = None
+    error: str | None = None
+    windows: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its JSON form, as the record's `stats` holds it (absent keys: not set)."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class RecordContext:
@@ -48,7 +93,7 @@ class RecordContext:
         tokens = (record.model_extra or {}).get("tokens")
         bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == record.text else ()
         self.rules = MentionRules(mentions or MentionProfile(), bounds)
-        self.transcript = Transcript(method)
+        self.transcript = Transcript(method=method)
         self.usage = Usage()
         self.failed_calls = 0
         self.truncated_calls = 0
@@ -71,13 +116,13 @@ class RecordContext:
             return SamplingParams(cfg.sc_temperature, cfg.seed, 0.0, tokens, logprobs=True)
         return SamplingParams(cfg.extract_temperature, cfg.seed, 0.0, tokens)
 
-    async def ask(self, template: str, answer: type[T], /, *, role: str, agent: str, params: SamplingParams,
+    async def ask(self, template: str, answer: type[T], /, *, role: str, agent: AgentId, params: SamplingParams,
                   n: int = 1, round: int | None = None, **fields: object) -> list[Completion[T]]:
         """Render `template`, ask, and log each completion (valid or not) in the transcript."""
         messages = render(template, self.schema, self.text, **fields)
         completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n))
         for i, c in enumerate(completions):
-            entry: dict[str, Any] = {"role": role, "agent": agent, "template": f"{template}.txt"}
+            entry: dict[str, Any] = {"role": role, "agent": str(agent), "template": f"{template}.txt"}
             if round is not None:
                 entry["round"] = round
             if n > 1:
@@ -85,7 +130,7 @@ class RecordContext:
             self._log(entry, c)
         return completions
 
-    async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: str,
+    async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: AgentId,
                      **fields: object) -> list[Completion[ChoiceScores]]:
         """Render `template` and read the probabilities of `options` (see `LLMClient.choose`), logged. A question
         the record already asked (the Summarizer and alignment both scoring one span) is answered from the first
@@ -95,8 +140,8 @@ class RecordContext:
         if key not in self._choices:
             self._choices[key] = await self._answered(
                 lambda: self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed)))
-            self._log({"role": role, "agent": agent, "template": f"{template}.txt", "asked": fields.get("mention")},
-                      self._choices[key])
+            entry = {"role": role, "agent": str(agent), "template": f"{template}.txt", "asked": fields.get("mention")}
+            self._log(entry, self._choices[key])
         return [self._choices[key]]
 
     async def _answered(self, call: Callable[[], Awaitable[R]]) -> R:
@@ -125,15 +170,16 @@ class RecordContext:
     def note(self, message: str) -> None:
         self.transcript.notes.append(message)
 
-    def stats(self, wall_s: float) -> dict[str, Any]:
-        settled = [c["settled_by"] for c in self.transcript.conflicts]
-        return {
-            **self.usage.as_dict(),
-            "failed_calls": self.failed_calls,
-            "truncated_calls": self.truncated_calls,
-            "ungrounded_items": self.ungrounded,
-            "conflicts": len(settled),
-            "unresolved_conflicts": sum(s == "fallback" for s in settled),
-            "agents_skipped_by_routing": len(self.transcript.routing.get("skipped", {})),
-            "wall_s": round(wall_s, 3),
-        }
+    def stats(self, wall_s: float) -> RecordStats:
+        settled, usage = [c.settled_by for c in self.transcript.conflicts], self.usage
+        return RecordStats(
+            calls=usage.calls, cached_calls=usage.cached_calls, prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens, prefix_cached_tokens=usage.prefix_cached_tokens,
+            failed_calls=self.failed_calls,
+            truncated_calls=self.truncated_calls,
+            ungrounded_items=self.ungrounded,
+            conflicts=len(settled),
+            unresolved_conflicts=sum(s.how == "fallback" for s in settled),
+            agents_skipped_by_routing=len(self.transcript.routing.get("skipped", {})),
+            wall_s=round(wall_s, 3),
+        )

@@ -13,23 +13,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ie.claims import Arg, Decision, RelationClaim
+from ie.claims import Arg, EntityDecision, RelationDecision
 from ie.config import TaskSchema
 from teacher.alignment import Check, Delta, align, delta
 from teacher.answers import VerifyAnswer
 from teacher.context import RecordContext
-from teacher.cross_type_debate import settle
+from teacher.cross_type_debate import settle_relations
 from teacher.likelihood_judge import checks as likelihood_checks
 from teacher.type_agents import candidates, ner_agent_name, re_agents
 
 
-def statements(schema: TaskSchema, relations: Sequence[Decision], arg: Arg) -> list[str]:
-    rels: list[RelationClaim] = [d.claim for d in relations]  # type: ignore[misc]
+def statements(schema: TaskSchema, relations: Sequence[RelationDecision], arg: Arg) -> list[str]:
+    rels = [d.claim for d in relations]
     return [schema.statement(r.type, r.head.text, r.tail.text) for r in rels if arg in (r.head, r.tail)]
 
 
 async def verify_type(ctx: RecordContext, etype: str, args: Sequence[Arg], gap: Delta,
-                      relations: Sequence[Decision], round: int) -> dict[Arg, Check]:
+                      relations: Sequence[RelationDecision], round: int) -> dict[Arg, Check]:
     """One type agent checks its required entities, with the relation statements that need them as context."""
     held = {new: old.type for old, new in gap.mismatched}
     items = "\n".join(f'{i}. "{a.text}"' + (f" (now labelled {held[a]})" if a in held else "")
@@ -46,7 +46,7 @@ async def verify_type(ctx: RecordContext, etype: str, args: Sequence[Arg], gap: 
     return checks
 
 
-async def verify(ctx: RecordContext, gap: Delta, relations: Sequence[Decision], round: int) -> dict[Arg, Check]:
+async def verify(ctx: RecordContext, gap: Delta, relations: Sequence[RelationDecision], round: int) -> dict[Arg, Check]:
     """The owning type agents check the required entities; with `summarizer: likelihood`, the likelihood
     Summarizer does (see `likelihood_judge.checks`)."""
     if ctx.cfg.summarizer == "likelihood":
@@ -58,13 +58,14 @@ async def verify(ctx: RecordContext, gap: Delta, relations: Sequence[Decision], 
     return {arg: check for checks in found for arg, check in checks.items()}
 
 
-def merge(old: Sequence[Decision], new: Sequence[Decision], schema: TaskSchema) -> list[Decision]:
+def merge(old: Sequence[RelationDecision], new: Sequence[RelationDecision], schema: TaskSchema
+          ) -> list[RelationDecision]:
     """Add later rounds' relations; a repeat, or a type exclusive with one already settled, is left out."""
     kept = list(old)
     for d in new:
-        c: RelationClaim = d.claim  # type: ignore[assignment]
+        c = d.claim
         clash = any(k.claim.pair == c.pair and (k.claim.type == c.type or schema.exclusive(k.claim.type, c.type))
-                    for k in kept)  # type: ignore[union-attr]
+                    for k in kept)
         if not clash:
             kept.append(d)
     return kept
@@ -83,20 +84,21 @@ def unseen(ctx: RecordContext, entities: Sequence[Arg], shown: dict[str, set[Arg
             if set(candidates(entities, specs[name].head) + candidates(entities, specs[name].tail)) - shown[name]]
 
 
-async def cross_task(ctx: RecordContext, entities: list[Decision], debated: bool = True, feedback: bool = True,
-                     relation_types: Sequence[str] | None = None) -> tuple[list[Decision], list[Decision]]:
+async def cross_task(ctx: RecordContext, entities: list[EntityDecision], debated: bool = True,
+                     feedback: bool = True, relation_types: Sequence[str] | None = None
+                     ) -> tuple[list[EntityDecision], list[RelationDecision]]:
     """(entities, relations) after RE on NER's candidates (the agents of `relation_types`, default all) and up
     to `cross_task_rounds` feedback rounds; Δ before/after each round goes to the transcript. Without feedback
     (or debate), relations whose arguments NER lacks are dropped (and relation conflicts go to the most
     confident type)."""
     feedback = feedback and ctx.cfg.cross_task_rounds > 0
-    relations: list[Decision] = []
+    relations: list[RelationDecision] = []
     names = ctx.schema.relation_types if relation_types is None else relation_types
     shown: dict[str, set[Arg]] = {name: set() for name in names}
     asked: set[Arg] = set()  # an entity the type agents judged keeps its verdict for the record
     checked: dict[Arg, Check] = {}
     for round in range(1, max(1, ctx.cfg.cross_task_rounds) + 1):
-        args = [d.claim.arg for d in entities]  # type: ignore[union-attr]
+        args = [d.claim.arg for d in entities]
         pending = unseen(ctx, args, shown)
         if not pending:
             break
@@ -105,7 +107,7 @@ async def cross_task(ctx: RecordContext, entities: list[Decision], debated: bool
             spec = ctx.schema.relation_types[name]
             shown[name] |= set(candidates(args, spec.head) + candidates(args, spec.tail))
             shown[name] |= {a for c in claims if c.type == name for a in (c.head, c.tail)}
-        relations = merge(relations, await settle(ctx, claims, debated), ctx.schema)
+        relations = merge(relations, await settle_relations(ctx, claims, debated), ctx.schema)
         gap = delta(entities, relations)
         fresh = unasked(gap, asked)
         if fresh.to_check and feedback:

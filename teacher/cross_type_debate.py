@@ -12,9 +12,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
-from ie.claims import Claim, Decision, EntityClaim, RelationClaim, uncontested
+from ie.claims import (
+    AgentId,
+    C,
+    Claim,
+    Decision,
+    EntityClaim,
+    EntityDecision,
+    RelationClaim,
+    RelationDecision,
+    Settlement,
+    uncontested,
+)
 from teacher.answers import DebateAnswer
 from teacher.conflicts import (
     Conflict,
@@ -26,19 +37,20 @@ from teacher.conflicts import (
     relation_conflicts,
     render_conflicts,
 )
-from teacher.context import RecordContext
+from teacher.context import ConflictLog, RecordContext, Stance
+from teacher.likelihood_judge import LIKELIHOOD_SUMMARIZER
 from teacher.summarizer import fallback, summarize
 
-Positions = dict[tuple[str, str], Position]
+HIGHEST_CONFIDENCE = Settlement("highest_confidence")
+Positions = dict[tuple[str, AgentId], Position]  # by (conflict id, agent)
 
 
-def agent_description(ctx: RecordContext, agent: str) -> str:
-    group, _, name = agent.partition(":")
-    types = ctx.schema.entity_types if group == "ner" else ctx.schema.relation_types
-    return types[name].description
+def agent_description(ctx: RecordContext, agent: AgentId) -> str:
+    types = ctx.schema.entity_types if agent.group == "ner" else ctx.schema.relation_types
+    return types[agent.name].description
 
 
-def initial_positions(conflicts: Sequence[Conflict]) -> Positions:
+def initial_positions(conflicts: Sequence[Conflict[C]]) -> Positions:
     """Round 0: each agent stands by its own most confident option."""
     positions: Positions = {}
     for conflict in conflicts:
@@ -50,11 +62,11 @@ def initial_positions(conflicts: Sequence[Conflict]) -> Positions:
     return positions
 
 
-def consensus(conflict: Conflict, positions: Positions) -> bool:
+def consensus(conflict: Conflict[C], positions: Positions) -> bool:
     return len({positions[(conflict.id, a)].choice for a in conflict.agents}) == 1
 
 
-async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], block: str, round: int
+async def speak(ctx: RecordContext, agent: AgentId, conflicts: Sequence[Conflict[C]], block: str, round: int
                 ) -> dict[str, Position]:
     """One agent's stances (by conflict id) on its items of the round's `block`; an invalid or missing stance,
     or one on an item the agent is not part of, is left out (the previous stance stands). Debaters keep or
@@ -62,7 +74,7 @@ async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], b
     entities both agents found."""
     mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
     [c] = await ctx.ask("debate", DebateAnswer, role="debater", agent=agent, params=ctx.params("debate"),
-                        round=round, name=agent.split(":")[-1], description=agent_description(ctx, agent),
+                        round=round, name=agent.name, description=agent_description(ctx, agent),
                         conflicts=block, items=", ".join(map(str, mine)))
     stances: dict[str, Position] = {}
     for stance in c.value.stances if c.ok else []:
@@ -74,18 +86,24 @@ async def speak(ctx: RecordContext, agent: str, conflicts: Sequence[Conflict], b
     return stances
 
 
-def chosen_claims(conflict: Conflict, final: Position) -> tuple[Claim, ...]:
-    """The winning option's claims (every occurrence), retyped if the verdict gave its span another type."""
+@overload
+def chosen_claims(conflict: Conflict[EntityClaim], final: Position) -> tuple[EntityClaim, ...]: ...
+@overload
+def chosen_claims(conflict: Conflict[RelationClaim], final: Position) -> tuple[RelationClaim, ...]: ...
+def chosen_claims(conflict: Conflict[Any], final: Position) -> tuple[Claim, ...]:
+    """The winning option's claims (every occurrence), retyped if the verdict gave its span another type (only
+    an entity conflict's verdict does)."""
     if final.choice is None:
         return ()
     claims = conflict.options[final.choice].claims
     if final.retype is None:
         return claims
-    return tuple(replace(c, arg=replace(c.arg, type=final.retype), agent="summarizer:likelihood")
+    return tuple(replace(c, arg=replace(c.arg, type=final.retype), agent=LIKELIHOOD_SUMMARIZER)
                  for c in claims if isinstance(c, EntityClaim))
 
 
-def decide(conflict: Conflict, final: Position, settled_by: str, positions: Positions) -> list[Decision]:
+def decide(conflict: Conflict[C], final: Position, settled_by: Settlement, positions: Positions
+           ) -> list[Decision[C]]:
     """The winning option's claims, backed by the confidences that chose it (the verdict's alone when it gave
     the span a type no agent claimed)."""
     if final.choice is None:
@@ -95,34 +113,32 @@ def decide(conflict: Conflict, final: Position, settled_by: str, positions: Posi
     else:
         backing = [positions[(conflict.id, a)].confidence for a in conflict.agents
                    if positions[(conflict.id, a)].choice == final.choice]
-        support = tuple(backing) + ((final.confidence,) if settled_by in ("summarizer", "fallback") else ())
+        support = tuple(backing) + ((final.confidence,) if settled_by.how in ("summarizer", "fallback") else ())
     return [Decision(c, support or (final.confidence,), settled_by) for c in chosen_claims(conflict, final)]
 
 
-def winner_label(conflict: Conflict, final: Position) -> str | None:
+def winner_label(conflict: Conflict[C], final: Position) -> str | None:
     if final.choice is None:
         return None
     if final.retype is None:
         return conflict.options[final.choice].label
-    return entity_label(chosen_claims(conflict, final)[0])  # type: ignore[arg-type]
+    claim = chosen_claims(conflict, final)[0]
+    return entity_label(claim) if isinstance(claim, EntityClaim) else None  # only an entity's span is retyped
 
 
-def log_entry(conflict: Conflict, history: list[tuple[str, Position]], settled_by: str,
-              final: Position) -> dict[str, Any]:
-    return {
-        "id": conflict.id, "kind": conflict.kind, "options": [o.label for o in conflict.options],
-        "agents": list(conflict.agents),
-        "stances": [{"round": p.round, "agent": a, "choice": letter(p.choice), "confidence": p.confidence,
-                     "reason": p.reason} for a, p in history],
-        "settled_by": settled_by,
-        "winner": winner_label(conflict, final),
-    }
+def log_entry(conflict: Conflict[C], history: list[tuple[AgentId, Position]], settled_by: Settlement,
+              final: Position) -> ConflictLog:
+    return ConflictLog(
+        id=conflict.id, kind=conflict.kind, options=[o.label for o in conflict.options], agents=list(conflict.agents),
+        stances=[Stance(round=p.round, agent=a, choice=letter(p.choice), confidence=p.confidence, reason=p.reason)
+                 for a, p in history],
+        settled_by=settled_by, winner=winner_label(conflict, final))
 
 
-async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Decision]:
+async def debate(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[Decision[C]]:
     positions = initial_positions(conflicts)
     history = {c.id: [(a, positions[(c.id, a)]) for a in c.agents] for c in conflicts}
-    settled: dict[str, str] = {}
+    settled: dict[str, Settlement] = {}
     for round in range(1, ctx.cfg.max_rounds + 1):
         open_ = [c for c in conflicts if c.id not in settled]
         if not open_:
@@ -137,42 +153,48 @@ async def debate(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Deci
         for c in open_:
             history[c.id] += [(a, positions[(c.id, a)]) for a in c.agents if positions[(c.id, a)].round == round]
             if consensus(c, positions):
-                settled[c.id] = f"consensus_round_{round}"
+                settled[c.id] = Settlement("consensus_round", round)
     still_open = [c for c in conflicts if c.id not in settled]
     verdicts = await summarize(ctx, still_open, positions)
-    decisions = []
+    decisions: list[Decision[C]] = []
     for c in conflicts:
         if c.id in settled:
             final = positions[(c.id, c.agents[0])]
         else:
-            settled[c.id] = "summarizer" if c.id in verdicts else "fallback"
+            settled[c.id] = Settlement("summarizer" if c.id in verdicts else "fallback")
             final = verdicts.get(c.id) or fallback(c, positions)
         ctx.transcript.conflicts.append(log_entry(c, history[c.id], settled[c.id], final))
         decisions += decide(c, final, settled[c.id], positions)
     return decisions
 
 
-def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict]) -> list[Decision]:
+def by_confidence(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> list[Decision[C]]:
     """No debate (the `type-agents` baseline): each conflict goes to its most confident option."""
-    decisions = []
+    decisions: list[Decision[C]] = []
     for conflict in conflicts:
         positions = initial_positions([conflict])
         best = max(range(len(conflict.options)), key=lambda i: conflict.options[i].confidence)
         final = Position(best, conflict.options[best].confidence, "highest confidence", 0)
         history = [(a, positions[(conflict.id, a)]) for a in conflict.agents]
-        ctx.transcript.conflicts.append(log_entry(conflict, history, "highest_confidence", final))
-        decisions += [Decision(c, (c.confidence,), "highest_confidence") for c in conflict.options[best].claims]
+        ctx.transcript.conflicts.append(log_entry(conflict, history, HIGHEST_CONFIDENCE, final))
+        decisions += [Decision(c, (c.confidence,), HIGHEST_CONFIDENCE) for c in conflict.options[best].claims]
     return decisions
 
 
-async def settle(ctx: RecordContext, claims: Sequence[Claim], debated: bool = True) -> list[Decision]:
-    """Decisions for entity or relation claims: undisputed ones kept, conflicts debated (or, without
-    debate, given to the most confident option)."""
-    if claims and isinstance(claims[0], RelationClaim):
-        free, conflicts = relation_conflicts(claims, ctx.schema)  # type: ignore[arg-type]
-    else:
-        free, conflicts = entity_conflicts(claims, ctx.schema.nested_entities)  # type: ignore[arg-type]
+async def settle(ctx: RecordContext, free: Sequence[C], conflicts: Sequence[Conflict[C]], debated: bool
+                 ) -> list[Decision[C]]:
+    """Decisions for one kind of claim: undisputed ones kept, conflicts debated (or, without debate, given to
+    the most confident option)."""
     if not debated:
         return uncontested(free) + by_confidence(ctx, conflicts)
     return uncontested(free) + await debate(ctx, conflicts)
 
+
+async def settle_entities(ctx: RecordContext, claims: Sequence[EntityClaim], debated: bool = True
+                          ) -> list[EntityDecision]:
+    return await settle(ctx, *entity_conflicts(claims, ctx.schema.nested_entities), debated)
+
+
+async def settle_relations(ctx: RecordContext, claims: Sequence[RelationClaim], debated: bool = True
+                           ) -> list[RelationDecision]:
+    return await settle(ctx, *relation_conflicts(claims, ctx.schema), debated)

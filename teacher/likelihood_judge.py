@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ie.claims import Arg, EntityClaim
+from ie.claims import AgentId, Arg, C, EntityClaim
 from ie.config import TaskSchema, words_of_name
 from ie.llm.choice import ChoiceScores
 from teacher.alignment import Check
@@ -28,6 +28,7 @@ from teacher.conflicts import Conflict, Position
 from teacher.context import RecordContext
 
 NOT_ENTITY = "none"
+LIKELIHOOD_SUMMARIZER = AgentId("summarizer", "likelihood")
 
 
 def type_words(schema: TaskSchema) -> dict[str, list[str]]:
@@ -51,21 +52,22 @@ def type_menu(schema: TaskSchema) -> str:
 
 
 async def span_scores(ctx: RecordContext, mention: str) -> ChoiceScores | None:
-    [c] = await ctx.choose("judge", type_words(ctx.schema), role="summarizer", agent="summarizer:likelihood",
+    [c] = await ctx.choose("judge", type_words(ctx.schema), role="summarizer", agent=LIKELIHOOD_SUMMARIZER,
                            mention=mention, types=type_menu(ctx.schema), none=ctx.cfg.judge_none)
     return c.value
 
 
-def verdict(conflict: Conflict, scores: dict[str, ChoiceScores]) -> Position | None:
+def verdict(conflict: Conflict[C], scores: dict[str, ChoiceScores]) -> Position | None:
     """The option whose (span, type) is most probable; None (no verdict) when a span has no scores. "Not an
     entity" wins only when it beats every option on each of their spans. A label conflict (one span) goes to
     the span's most probable answer even when no agent claimed that type: the agents only put the span up."""
     best: tuple[float, int] | None = None
-    rejected = True
+    rejected, claimed = True, set[str]()
     for i, option in enumerate(conflict.options):
         claim = option.claims[0]
         if not isinstance(claim, EntityClaim) or claim.arg.text not in scores:
             return None
+        claimed.add(claim.arg.type)
         p = scores[claim.arg.text].probabilities
         rejected &= p[NOT_ENTITY] > p[claim.arg.type]
         if best is None or p[claim.arg.type] > best[0]:
@@ -73,7 +75,7 @@ def verdict(conflict: Conflict, scores: dict[str, ChoiceScores]) -> Position | N
     assert best is not None  # a conflict has options
     if conflict.kind == "label":  # every option has this same span, so `p` holds all its scores
         top = max(p, key=p.__getitem__)
-        if top != NOT_ENTITY and top not in {o.claims[0].arg.type for o in conflict.options}:  # type: ignore[union-attr]
+        if top != NOT_ENTITY and top not in claimed:
             return Position(0, p[top], f"likelihood {p[top]:.2f}, a type no agent claimed", 0, retype=top)
     if rejected:
         return Position(None, 1.0 - best[0], "likelihood: not an entity", 0)
@@ -99,7 +101,7 @@ async def checks(ctx: RecordContext, required: Sequence[Arg]) -> dict[Arg, Check
     return found
 
 
-async def judge(ctx: RecordContext, conflicts: Sequence[Conflict]) -> dict[str, Position]:
+async def judge(ctx: RecordContext, conflicts: Sequence[Conflict[C]]) -> dict[str, Position]:
     """Verdicts by conflict id for the entity conflicts it can score."""
     scores = await scores_of(ctx, {o.claims[0].arg.text for c in conflicts for o in c.options
                                    if isinstance(o.claims[0], EntityClaim)})

@@ -15,7 +15,7 @@ from teacher.baselines import Outcome, direct, direct_re, one_step
 from teacher.confidence import score
 from teacher.context import RecordContext
 from teacher.cross_task_debate import cross_task
-from teacher.cross_type_debate import settle
+from teacher.cross_type_debate import settle_entities
 from teacher.name_extent import trim_names
 from teacher.routing import route
 from teacher.self_consistency import self_consistency, soft_self_consistency
@@ -26,7 +26,7 @@ Method = Callable[[Record, RecordContext], Awaitable[Outcome]]
 
 async def type_agents(record: Record, ctx: RecordContext) -> Outcome:
     """Mechanism 1 alone: type agents, conflicts to the most confident claim, RE agents on NER candidates."""
-    entities = await settle(ctx, await ner_agents(ctx), debated=False)
+    entities = await settle_entities(ctx, await ner_agents(ctx), debated=False)
     if not ctx.schema.relation_types:
         return entities, []
     return await cross_task(ctx, entities, debated=False, feedback=False)
@@ -36,7 +36,7 @@ async def crossagentie(record: Record, ctx: RecordContext) -> Outcome:
     """Routing, type agents, cross-type debate (+ Summarizer), name extent check, cross-task debate with
     alignment."""
     routed = await route(ctx)
-    entities = await trim_names(ctx, await settle(ctx, await ner_agents(ctx, routed.entity_types)))
+    entities = await trim_names(ctx, await settle_entities(ctx, await ner_agents(ctx, routed.entity_types)))
     if not ctx.schema.relation_types:
         return entities, []
     return await cross_task(ctx, entities, relation_types=routed.relation_types)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from string import Template
 
-from ie.claims import Arg, Decision, EntityClaim
+from ie.claims import Arg, EntityDecision
 from ie.mentions import ground
 from teacher.answers import agent_answers
 from teacher.context import RecordContext
@@ -43,24 +43,24 @@ def inner_span(ctx: RecordContext, arg: Arg, name: str) -> Arg | None:
     return None
 
 
-async def trim_names(ctx: RecordContext, entities: Sequence[Decision]) -> list[Decision]:
+async def trim_names(ctx: RecordContext, entities: Sequence[EntityDecision]) -> list[EntityDecision]:
     """The entities with each long mention cut to the name its type agent finds inside it (every occurrence);
     each check, trimmed or not, goes to the transcript's `extents`."""
     words = ctx.cfg.extent_check_words
     if not words:
         return list(entities)
-    args = [d.claim.arg for d in entities if isinstance(d.claim, EntityClaim)]
+    args = [d.claim.arg for d in entities]
     long = sorted({(a.text, a.type) for a in args if len(a.text.split()) >= words})
     names = dict(zip(long, await asyncio.gather(*(name_in(ctx, text, etype) for text, etype in long))))
     trimmed: dict[tuple[str, str], str] = {}
-    kept: dict[Arg, Decision] = {}
+    kept: dict[Arg, EntityDecision] = {}
     for d in entities:
-        if isinstance(d.claim, EntityClaim) and names.get(key := (d.claim.arg.text, d.claim.arg.type)):
-            inner = inner_span(ctx, d.claim.arg, names[key])  # type: ignore[arg-type]
-            if inner is not None:
-                trimmed[key] = inner.text
-                d = replace(d, claim=replace(d.claim, arg=inner))
-        kept.setdefault(d.claim.arg, d)  # type: ignore[union-attr]
+        key = (d.claim.arg.text, d.claim.arg.type)
+        inner = inner_span(ctx, d.claim.arg, name) if (name := names.get(key)) else None
+        if inner is not None:
+            trimmed[key] = inner.text
+            d = replace(d, claim=replace(d.claim, arg=inner))
+        kept.setdefault(d.claim.arg, d)
     ctx.transcript.extents += [{"mention": text, "type": etype, "name": names[(text, etype)],
                                 "trimmed_to": trimmed.get((text, etype))} for text, etype in long]
     return list(kept.values())

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, create_model
 
+from ie.claims import AgentId
 from ie.config import TaskSchema
 from ie.schema import Record
 from teacher.answers import _items
@@ -30,6 +31,7 @@ MAX_RELATION_TYPES = 4
 YES_NO = {"yes": ["yes"], "no": ["no"]}
 NOT_ROUTED = "not routed"
 NO_ARGUMENT = "no routed entity type can be its {side}"
+ROUTER = AgentId("router")
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,15 @@ class Routing:
     """The types whose agents are called, and each skipped agent with its reason."""
     entity_types: tuple[str, ...]
     relation_types: tuple[str, ...]
-    skipped: dict[str, str] = field(default_factory=dict)
+    skipped: dict[AgentId, str] = field(default_factory=dict)
     answer: dict[str, Any] | None = None  # the router's validated answer, or P(yes) by type
     fallback: str | None = None  # why every type was routed instead (the call's error)
 
     def as_dict(self) -> dict[str, Any]:
         """As JSON holds it (lists, not tuples), so a record reads the same before and after it is written."""
-        return {**asdict(self), "entity_types": list(self.entity_types), "relation_types": list(self.relation_types)}
+        return {"entity_types": list(self.entity_types), "relation_types": list(self.relation_types),
+                "skipped": {str(agent): why for agent, why in self.skipped.items()}, "answer": self.answer,
+                "fallback": self.fallback}
 
 
 def enabled(ctx: RecordContext) -> bool:
@@ -99,7 +103,7 @@ async def by_answer(ctx: RecordContext) -> Routing:
     """One JSON call naming the types."""
     schema = ctx.schema
     answer = route_answer(tuple(schema.entity_types), tuple(schema.relation_types))
-    [c] = await ctx.ask("route", answer, role="router", agent="router", params=ctx.params("extract"),
+    [c] = await ctx.ask("route", answer, role="router", agent=ROUTER, params=ctx.params("extract"),
                         entity_list=type_list(schema), relation_list=relation_menu(schema))
     if not c.ok:
         return every_type(schema, fallback=c.error)
@@ -113,7 +117,7 @@ async def by_likelihood(ctx: RecordContext) -> Routing:
     schema, threshold = ctx.schema, ctx.cfg.route_threshold
     asked = [("route_entity", n, s.description) for n, s in schema.entity_types.items()]
     asked += [("route_relation", n, s.description) for n, s in schema.relation_types.items()]
-    found = await asyncio.gather(*(ctx.choose(template, YES_NO, role="router", agent="router", mention=name,
+    found = await asyncio.gather(*(ctx.choose(template, YES_NO, role="router", agent=ROUTER, mention=name,
                                               name=name, description=description,
                                               entity_types=", ".join(schema.entity_types))
                                    for template, name, description in asked))

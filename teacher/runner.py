@@ -52,10 +52,11 @@ async def label_one(record: Record, method: str, schema: TaskSchema, client: LLM
     stats = ctx.stats(time.perf_counter() - started)
     if failure:
         log.debug("record %s failed: %s", record.id, failure[1])
-        stats["failed"], stats["error"] = failure
+        stats.failed, stats.error = failure
     confs = [e.confidence or 0.0 for e in out.entities] + [r.confidence or 0.0 for r in out.relations]
-    confidence = record_confidence(confs, stats["failed_calls"], stats["unresolved_conflicts"])
-    return Record(**out.model_dump(exclude_none=True), debate=transcript, stats=stats, confidence=confidence)
+    confidence = record_confidence(confs, stats.failed_calls, stats.unresolved_conflicts)
+    return Record(**out.model_dump(exclude_none=True), debate=transcript, stats=stats.as_dict(),
+                  confidence=confidence)
 
 
 async def label_records(records: Sequence[Record], method: str, schema: TaskSchema, client: LLMClient,

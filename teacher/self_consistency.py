@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 
-from ie.claims import Claim, Decision, RelationClaim, with_arguments
+from ie.claims import AgentId, C, Claim, Decision, RelationClaim, Settlement, with_arguments
 from ie.schema import Record
 from teacher.baselines import Outcome, answer_models, joint
 from teacher.context import RecordContext
 from teacher.templates import relation_list, type_list
 
+AGENT = AgentId("self-consistency")
 LOGPROB_FALLBACK = "soft-self-consistency: the endpoint returned no log-probabilities; votes are unweighted"
 
 
@@ -20,23 +21,24 @@ def _label(c: Claim) -> str:
     return c.type if isinstance(c, RelationClaim) else c.arg.type
 
 
-def vote(samples: Sequence[Sequence[Claim]], weights: Sequence[float], where: Callable[[Claim], Hashable]
-         ) -> list[Decision]:
+def vote(samples: Sequence[Sequence[C]], weights: Sequence[float], where: Callable[[C], Hashable]
+         ) -> list[Decision[C]]:
     """Keep a `where` (span or pair) backed by more than half the total weight, with its heaviest type;
     the decision's support is the share of weight behind the kept type."""
     total = sum(weights)
     at: dict[Hashable, float] = {}
-    typed: dict[Hashable, dict[str, list]] = {}  # where -> type -> [weight, first claim]
+    typed: dict[Hashable, dict[str, tuple[float, C]]] = {}  # where -> type -> (weight, first claim)
     for claims, w in zip(samples, weights):
         for key in {where(c) for c in claims}:
             at[key] = at.get(key, 0.0) + w
         for (key, label), c in {(where(c), _label(c)): c for c in claims}.items():
-            typed.setdefault(key, {}).setdefault(label, [0.0, c])[0] += w
-    decisions = []
+            weight, first = typed.setdefault(key, {}).get(label, (0.0, c))
+            typed[key][label] = (weight + w, first)
+    decisions: list[Decision[C]] = []
     for key, weight in at.items():
         if total and weight > total / 2:
             share, claim = max(typed[key].values(), key=lambda v: v[0])
-            decisions.append(Decision(claim, (share / total,), "vote"))
+            decisions.append(Decision(claim, (share / total,), Settlement("vote")))
     return decisions
 
 
@@ -54,14 +56,14 @@ async def self_consistency(record: Record, ctx: RecordContext, soft: bool = Fals
     fields = {"type_list": type_list(ctx.schema)}
     if ctx.schema.relation_types:
         fields["relation_list"] = relation_list(ctx.schema)
-    comps = await ctx.ask(name, answer_models(ctx)[name], role="sample", agent="self-consistency",
+    comps = await ctx.ask(name, answer_models(ctx)[name], role="sample", agent=AGENT,
                           params=ctx.params("sample", 2), n=ctx.cfg.sc_samples, **fields)
     ok = [c for c in comps if c.ok]
     weights = sample_weights([c.logprob for c in ok], soft)
     if weights is None:
         ctx.note(LOGPROB_FALLBACK)
         weights = [1.0] * len(ok)
-    samples = [joint(ctx, c.value, "self-consistency") for c in ok]
+    samples = [joint(ctx, c.value, AGENT) for c in ok]
     entities = vote([s[0] for s in samples], weights, lambda c: c.arg.span)
     relations = vote([s[1] for s in samples], weights, lambda c: c.pair)
     return with_arguments(entities, relations), relations

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ie.claims import AgentId, C
 from teacher.answers import SummaryAnswer
 from teacher.conflicts import Conflict, Position, parse_letter, render_conflicts
 from teacher.context import RecordContext
 from teacher.likelihood_judge import judge
 
 
-async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict],
-                    positions: dict[tuple[str, str], Position]) -> dict[str, Position]:
+async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict[C]],
+                    positions: dict[tuple[str, AgentId], Position]) -> dict[str, Position]:
     """Verdicts by conflict id, all open conflicts in one call; a conflict left unanswered is absent. With
     `summarizer: likelihood` the entity conflicts it can score are decided by `likelihood_judge` first."""
     verdicts: dict[str, Position] = {}
@@ -21,7 +22,7 @@ async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict],
     if not conflicts:
         return verdicts
     # A judge, not a debater: deterministic sampling.
-    [c] = await ctx.ask("summarizer", SummaryAnswer, role="summarizer", agent="summarizer",
+    [c] = await ctx.ask("summarizer", SummaryAnswer, role="summarizer", agent=AgentId("summarizer"),
                         params=ctx.params("extract"), conflicts=render_conflicts(conflicts, positions))
     for v in c.value.verdicts if c.ok else []:
         if 1 <= v.item <= len(conflicts):
@@ -32,7 +33,7 @@ async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict],
     return verdicts
 
 
-def fallback(conflict: Conflict, positions: dict[tuple[str, str], Position]) -> Position:
+def fallback(conflict: Conflict[C], positions: dict[tuple[str, AgentId], Position]) -> Position:
     """No verdict: the option with the highest summed confidence of the agents' last stances (ties: first)."""
     totals: dict[int | None, float] = {}
     for agent in conflict.agents:

@@ -6,17 +6,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 
-from ie.claims import Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
+from ie.claims import AgentId, Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
 from teacher.answers import agent_answers
 from teacher.context import RecordContext
 
 
-def ner_agent_name(etype: str) -> str:
-    return f"ner:{etype}"
+def ner_agent_name(etype: str) -> AgentId:
+    return AgentId("ner", etype)
 
 
-def re_agent_name(relation: str) -> str:
-    return f"re:{relation}"
+def re_agent_name(relation: str) -> AgentId:
+    return AgentId("re", relation)
 
 
 async def ner_agent(ctx: RecordContext, etype: str) -> list[EntityClaim]:

@@ -2,7 +2,7 @@
 confidence, voting, prompt rendering."""
 import pytest
 
-from ie.claims import Arg, Decision, EntityClaim, RelationClaim, relation_claim
+from ie.claims import AgentId, Arg, Decision, EntityClaim, RelationClaim, Settlement, relation_claim
 from ie.config import load_config, resolve_config_path
 from ie.mentions import MentionRules
 from teacher.alignment import Check, align, delta
@@ -17,7 +17,7 @@ RULES = MentionRules(CONLL04.mentions)
 
 
 def ent(text, start, etype, conf=0.9, agent=None):
-    return EntityClaim(Arg(start, start + len(text), etype, text), agent or f"ner:{etype}", conf)
+    return EntityClaim(Arg(start, start + len(text), etype, text), AgentId.parse(agent or f"ner:{etype}"), conf)
 
 
 def test_label_and_boundary_conflicts_are_separate_and_repeats_debated_once():
@@ -33,15 +33,16 @@ def test_label_and_boundary_conflicts_are_separate_and_repeats_debated_once():
                      ("label", ['"Washington" is Loc', '"Washington" is Peop'])]
     label = next(c for c in conflicts if c.kind == "label")
     assert all(len(o.claims) == 2 for o in label.options)  # both occurrences, one debate
-    assert label.agents == ("ner:Loc", "ner:Peop")
+    assert label.agents == (AgentId("ner", "Loc"), AgentId("ner", "Peop"))
     _, nested = entity_conflicts(claims, nested=True)
     assert [c.kind for c in nested] == ["label"]
 
 
 def test_relation_conflicts_need_exclusive_types_on_one_pair():
     a, b = Arg(0, 4, "Peop", "John"), Arg(14, 17, "Loc", "Rome")
-    claims = [RelationClaim(a, b, "Live_In", "re:Live_In", 0.8), RelationClaim(a, b, "Work_For", "re:Work_For", 0.4),
-              RelationClaim(b, a, "Live_In", "re:Live_In", 0.3)]
+    live_in, work_for = AgentId("re", "Live_In"), AgentId("re", "Work_For")
+    claims = [RelationClaim(a, b, "Live_In", live_in, 0.8), RelationClaim(a, b, "Work_For", work_for, 0.4),
+              RelationClaim(b, a, "Live_In", live_in, 0.3)]
     free, conflicts = relation_conflicts(claims, SCHEMA)
     assert len(free) == 1 and free[0].head == b
     assert [o.label for o in conflicts[0].options] == ['"John" Live_In "Rome"', '"John" Work_For "Rome"']
@@ -51,21 +52,21 @@ def test_relation_conflicts_need_exclusive_types_on_one_pair():
 def test_relation_arguments_snap_to_known_entities_and_take_allowed_types():
     text = "Ronald Reagan grew up in Dixon , Illinois ."
     known = [Arg(0, 13, "Peop", "Ronald Reagan")]
-    claim = relation_claim(text, "Reagan", "Illinois", "Live_In", SCHEMA, known, RULES, "re:Live_In", 0.7)
+    claim = relation_claim(text, "Reagan", "Illinois", "Live_In", SCHEMA, known, RULES, AgentId("re", "Live_In"), 0.7)
     assert claim.head == known[0] and claim.tail == Arg(33, 41, "Loc", "Illinois")
-    assert relation_claim(text, "Reagan", "Paris", "Live_In", SCHEMA, known, RULES, "re:Live_In", 0.7) is None
+    assert relation_claim(text, "Reagan", "Paris", "Live_In", SCHEMA, known, RULES, AgentId("re", "Live_In"), 0.7) is None
 
 
 def decided(claim, conf=0.9, settled="uncontested"):
-    return Decision(claim, (conf,), settled)
+    return Decision(claim, (conf,), Settlement.parse(settled))
 
 
 def test_delta_is_the_symmetric_difference_and_alignment_resolves_re_side():
     reagan, dixon = Arg(0, 13, "Peop", "Ronald Reagan"), Arg(25, 30, "Loc", "Dixon")
     illinois, dixon_org = Arg(33, 41, "Loc", "Illinois"), Arg(25, 30, "Org", "Dixon")
-    entities = [decided(EntityClaim(reagan, "ner:Peop", 0.9)), decided(EntityClaim(dixon_org, "ner:Org", 0.5), 0.5)]
-    relations = [decided(RelationClaim(reagan, illinois, "Live_In", "re:Live_In", 0.8)),
-                 decided(RelationClaim(reagan, dixon, "Live_In", "re:Live_In", 0.6))]
+    entities = [decided(ent("Ronald Reagan", 0, "Peop")), decided(ent("Dixon", 25, "Org", 0.5), 0.5)]
+    relations = [decided(RelationClaim(reagan, illinois, "Live_In", AgentId("re", "Live_In"), 0.8)),
+                 decided(RelationClaim(reagan, dixon, "Live_In", AgentId("re", "Live_In"), 0.6))]
     gap = delta(entities, relations)
     assert gap.missing == (illinois,) and gap.mismatched == ((dixon_org, dixon),) and gap.ner_only == (dixon_org,)
     assert gap.as_dict()["re_only"] == ["Illinois/Loc", "Dixon/Loc"] and not gap.clean
@@ -79,12 +80,13 @@ def test_delta_is_the_symmetric_difference_and_alignment_resolves_re_side():
 
 
 def test_confidence_rewards_agreement_and_penalises_failures():
-    assert settled_weight("uncontested") > settled_weight("consensus_round_1") > settled_weight("consensus_round_2")
-    assert settled_weight("consensus_round_2") > settled_weight("summarizer") > settled_weight("fallback")
+    weight = [settled_weight(Settlement.parse(s)) for s in
+              ("uncontested", "consensus_round_1", "consensus_round_2", "summarizer", "fallback")]
+    assert weight == sorted(weight, reverse=True) and len(set(weight)) == len(weight)
     reagan, rome = Arg(0, 6, "Peop", "Reagan"), Arg(10, 14, "Loc", "Rome")
-    ents = [Decision(EntityClaim(reagan, "a", 0.8), (0.8, 0.6), "consensus_round_1"),
-            decided(EntityClaim(rome, "b", 0.8), 0.8, "summarizer")]
-    rels = [decided(RelationClaim(reagan, rome, "Live_In", "c", 0.9))]
+    ents = [Decision(EntityClaim(reagan, AgentId("a"), 0.8), (0.8, 0.6), Settlement("consensus_round", 1)),
+            decided(EntityClaim(rome, AgentId("b"), 0.8), 0.8, "summarizer")]
+    rels = [decided(RelationClaim(reagan, rome, "Live_In", AgentId("c"), 0.9))]
     scored, scored_rels = score(ents, rels)
     assert scored[0].confidence == pytest.approx(1 - (1 - 0.7 * 0.95) * (1 - 0.5 * scored_rels[0].confidence))
     assert scored_rels[0].confidence == pytest.approx(0.9 * (0.64 ** 0.5), abs=1e-4)

@@ -18,7 +18,7 @@ CONLL = CONLL04.schema
 def test_a_relation_is_skipped_when_no_routed_type_can_fill_a_side():
     routing = decide(CONLL, ["Peop", "Loc"], ["Live_In", "Work_For", "Kill"])
     assert routing.entity_types == ("Peop", "Loc") and routing.relation_types == ("Live_In", "Kill")
-    assert routing.skipped == {"ner:Org": NOT_ROUTED, "ner:Other": NOT_ROUTED,
+    assert routing.as_dict()["skipped"] == {"ner:Org": NOT_ROUTED, "ner:Other": NOT_ROUTED,
                                "re:Work_For": "no routed entity type can be its tail",
                                "re:OrgBased_In": NOT_ROUTED, "re:Located_In": NOT_ROUTED}
 

@@ -320,3 +320,21 @@ def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
     config.write_text(config.read_text().replace("  max_words: 5", "  max_words: 6"))
     with pytest.raises(ConfigError, match="holds a run with mentions="):
         run(cfg, client(transport, cfg.out_dir))
+
+
+def test_transcript_and_stats_keep_their_json_form():
+    from teacher.context import ConflictLog, RecordStats, Transcript
+
+    conflict = {"id": "e1", "kind": "label", "options": ['"A" is Loc', '"A" is Org'], "agents": ["ner:Loc", "ner:Org"],
+                "stances": [{"round": 1, "agent": "ner:Loc", "choice": "B", "confidence": 0.8, "reason": "r"}],
+                "settled_by": "consensus_round_2", "winner": '"A" is Org'}
+    log = ConflictLog.model_validate(conflict)
+    assert log.settled_by.round == 2 and log.agents[1].name == "Org" and log.model_dump(mode="json") == conflict
+    transcript = Transcript(method="crossagentie", conflicts=[log], notes=["n"])
+    assert transcript.as_dict() == {"method": "crossagentie", "calls": [], "conflicts": [conflict], "alignment": [],
+                                    "extents": [], "notes": ["n"], "routing": {}}
+    stats = RecordStats(calls=2, wall_s=0.5, failed="timeout", error="TimeoutError: t")
+    assert list(stats.as_dict()) == ["calls", "cached_calls", "prompt_tokens", "completion_tokens",
+                                     "prefix_cached_tokens", "failed_calls", "truncated_calls", "ungrounded_items",
+                                     "conflicts", "unresolved_conflicts", "agents_skipped_by_routing", "wall_s",
+                                     "failed", "error"]

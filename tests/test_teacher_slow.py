@@ -74,7 +74,7 @@ def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_serve
 def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most_probable_type(endpoint):
     import asyncio
 
-    from ie.claims import Arg, EntityClaim
+    from ie.claims import AgentId, Arg, EntityClaim, Settlement
     from teacher.conflicts import entity_conflicts
     from teacher.context import RecordContext
     from teacher.cross_type_debate import decide
@@ -96,7 +96,7 @@ def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most
                 start = text.index(mention)
                 # Two agents claim the mention, neither with the type the model finds most probable.
                 arg = Arg(start, start + len(mention), top, mention)
-                claims = [EntityClaim(Arg(arg.start, arg.end, t, mention), f"ner:{t}", 0.9)
+                claims = [EntityClaim(Arg(arg.start, arg.end, t, mention), AgentId("ner", t), 0.9)
                           for t in schema.entity_types if t != top][:2]
                 _, [conflict] = entity_conflicts(claims)
                 return arg, p, conflict, await judge(ctx, [conflict]), calls
@@ -104,7 +104,7 @@ def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most
 
     arg, p, conflict, verdicts, calls = asyncio.run(score_then_judge())
     assert verdicts[conflict.id].retype == arg.type and verdicts[conflict.id].confidence == pytest.approx(p[arg.type])
-    [decision] = decide(conflict, verdicts[conflict.id], "summarizer", {})
+    [decision] = decide(conflict, verdicts[conflict.id], Settlement("summarizer"), {})
     assert decision.claim.arg == arg
     assert ctx.usage.calls == calls  # the judge reused the asking above
 
@@ -112,7 +112,7 @@ def test_likelihood_summarizer_retypes_a_label_conflict_to_the_real_model_s_most
 def test_extent_check_asks_the_real_server_and_keeps_the_span_inside_the_mention(endpoint):
     import asyncio
 
-    from ie.claims import Arg, Decision, EntityClaim
+    from ie.claims import AgentId, Arg, Decision, EntityClaim
     from teacher.context import RecordContext
     from teacher.name_extent import trim_names
 
@@ -121,7 +121,7 @@ def test_extent_check_asks_the_real_server_and_keeps_the_span_inside_the_mention
     ctx = RecordContext(Record(id="r", text=text), schema, LLMClient.from_endpoints([endpoint]),
                         TeacherConfig(**{**FAST, "extent_check_words": 3}), "crossagentie")
     long, short = Arg(0, 24, "Peop", "Navy Capt. Michael Coats"), Arg(0, 4, "Org", "Navy")
-    decisions = [Decision(EntityClaim(a, f"ner:{a.type}", 0.9), (0.9,)) for a in (long, short)]
+    decisions = [Decision(EntityClaim(a, AgentId("ner", a.type), 0.9), (0.9,)) for a in (long, short)]
     [person, org] = asyncio.run(trim_names(ctx, decisions))
     [call] = ctx.transcript.calls  # "Navy" is one word: not checked
     assert call["role"] == "extent" and call["prompt_tokens"] > 0 and "error" not in call
