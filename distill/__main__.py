@@ -14,9 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from distill.config import DistillConfig, add_arguments
+from distill.config import DistillConfig
 from distill.export import export, file_sha256
 from distill.select import Exclusion, screen, select
+from ie.cli import add_flags, from_sources
 from ie.config import DatasetConfig, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
 from ie.schema import Record, read_records
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--teacher", type=Path, required=True, help="teacher output folder (has predictions.jsonl)")
     p.add_argument("--config", required=True, help="dataset config (path or name, e.g. conll04)")
     p.add_argument("--out", type=Path, required=True, help="output folder")
-    add_arguments(p)
+    add_flags(p, DistillConfig)
     add_verbose_flag(p)
     return p
 
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     dataset = load_config(resolve_config_path(args.config))
-    cfg = DistillConfig.from_sources(dataset.section("distill"), vars(args), str(dataset.source))
+    cfg = from_sources(DistillConfig, "distill", dataset.section("distill"), vars(args), dataset.source)
     predictions = args.teacher / "predictions.jsonl"
     if not predictions.is_file():
         raise SystemExit(f"{predictions}: not found; --teacher must be a teacher output folder")

@@ -20,9 +20,9 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import MISSING, fields
 from typing import Any
 
+from ie.cli import add_flags, from_sources
 from ie.config import ConfigError, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
 from serve.bench_config import BenchConfig
@@ -31,18 +31,7 @@ from serve.bench_config import BenchConfig
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m serve.bench", description=__doc__, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in fields(BenchConfig):
-        name, flag, help_text = f.name, "--" + f.name.replace("_", "-"), f.metadata["help"]
-        default = f.default_factory() if f.default_factory is not MISSING else f.default
-        help_text += f" (default {','.join(default) if isinstance(default, list) else default})"
-        if isinstance(default, bool):
-            p.add_argument(flag, action="store_true", default=None, help=help_text)
-        elif name == "methods":
-            p.add_argument(flag, type=lambda s: [m.strip() for m in s.split(",") if m.strip()], default=None,
-                           help=help_text)
-        else:
-            numeric = name in ("limit", "offset", "concurrency", "threads")
-            p.add_argument(flag, type=int if numeric else str, default=None, help=help_text)
+    add_flags(p, BenchConfig)
     add_verbose_flag(p)
     return p
 
@@ -51,13 +40,9 @@ def load_bench_config(args: dict[str, Any]) -> tuple[BenchConfig, Any]:
     """The config file's `bench:` section (its `prices:` table aside), then the flags given."""
     path = resolve_config_path(args.get("config") or BenchConfig.config)
     dataset = load_config(path)
-    section = {k: v for k, v in dataset.section("bench").items() if k != "prices"}
-    known = {f.name for f in fields(BenchConfig)}
-    unknown = sorted(set(section) - known)
-    if unknown:
-        raise ConfigError(f"{path}: bench.{unknown[0]}: unknown setting; known: {sorted(known | {'prices'})}")
-    merged = {**section, **{k: v for k, v in args.items() if v is not None and k in known}, "config": str(path)}
-    return BenchConfig(**merged), dataset
+    cfg = from_sources(BenchConfig, "bench", dataset.section("bench"), {**args, "config": str(path)}, path,
+                       reserved=("prices",))
+    return cfg, dataset
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,41 +6,36 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ie.cli import opt
 from ie.config import REPO_ROOT, ConfigError
-
-
-def _opt(default: Any, help: str) -> Any:
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass
 class BenchConfig:
-    config: str = _opt("configs/conll04.yaml", "dataset config (schema, splits, bench: section), or just its name")
-    split: str = _opt("dev", "dataset split the methods are compared on")
-    limit: int | None = _opt(50, "compare on the first N sentences of the split (after --offset)")
-    offset: int = _opt(0, "skip the first N sentences (a fresh slice after the ones settings were chosen on)")
-    methods: list[str] = _opt(["direct", "type-agents", "crossagentie"],
-                              "comma-separated methods: teacher methods (teacher.methods) and/or student")
-    model: str | None = _opt(None, "teacher's embedded llama.cpp model: catalogue name or GGUF path")
-    endpoint: str | None = _opt(None, "teacher's OpenAI-compatible base URL (instead of the embedded server)")
-    model_name: str | None = _opt(None, "model name at --endpoint")
-    api_key_env: str | None = _opt(None, "NAME of the env var holding --endpoint's API key")
-    student_adapter: str | None = _opt(None, "student's GGUF LoRA adapter, served on the embedded server")
-    student_base: str = _opt("qwen2.5-coder-0.5b", "base model of --student-adapter (catalogue name or GGUF)")
-    student_endpoint: str | None = _opt(None, "student's OpenAI-compatible base URL (e.g. vLLM)")
-    student_model: str = _opt("student", "model or adapter name at --student-endpoint")
-    concurrency: int = _opt(1, "sentences in flight at once (match the server's parallel slots)")
-    threads: int | None = _opt(None, "CPU threads of an embedded server (default: all cores)")
-    price_as: str | None = _opt(None, "price the rows at this bench.prices entry's $ per 1M tokens")
-    out: str = _opt("runs/bench", "output folder (bench.json, bench.md, bench.png, rows/)")
-    fresh: bool = _opt(False, "re-run every method and bypass the call cache, so latencies are real")
-    overhead: bool = _opt(False, "replay each teacher method's fresh calls as plain requests: the toolkit's cost")
+    config: str = opt("configs/conll04.yaml", "dataset config (schema, splits, bench: section), or just its name")
+    split: str = opt("dev", "dataset split the methods are compared on")
+    limit: int | None = opt(50, "compare on the first N sentences of the split (after --offset)")
+    offset: int = opt(0, "skip the first N sentences (a fresh slice after the ones settings were chosen on)")
+    methods: list[str] = opt(["direct", "type-agents", "crossagentie"],
+                             "comma-separated methods: teacher methods (teacher.methods) and/or student")
+    model: str | None = opt(None, "teacher's embedded llama.cpp model: catalogue name or GGUF path")
+    endpoint: str | None = opt(None, "teacher's OpenAI-compatible base URL (instead of the embedded server)")
+    model_name: str | None = opt(None, "model name at --endpoint")
+    api_key_env: str | None = opt(None, "NAME of the env var holding --endpoint's API key")
+    student_adapter: str | None = opt(None, "student's GGUF LoRA adapter, served on the embedded server")
+    student_base: str = opt("qwen2.5-coder-0.5b", "base model of --student-adapter (catalogue name or GGUF)")
+    student_endpoint: str | None = opt(None, "student's OpenAI-compatible base URL (e.g. vLLM)")
+    student_model: str = opt("student", "model or adapter name at --student-endpoint")
+    concurrency: int = opt(1, "sentences in flight at once (match the server's parallel slots)")
+    threads: int | None = opt(None, "CPU threads of an embedded server (default: all cores)")
+    price_as: str | None = opt(None, "price the rows at this bench.prices entry's $ per 1M tokens")
+    out: str = opt("runs/bench", "output folder (bench.json, bench.md, bench.png, rows/)")
+    fresh: bool = opt(False, "re-run every method and bypass the call cache, so latencies are real")
+    overhead: bool = opt(False, "replay each teacher method's fresh calls as plain requests: the toolkit's cost")
 
     def __post_init__(self) -> None:
         if "student" in self.methods and not (self.student_adapter or self.student_endpoint):

@@ -142,7 +142,8 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
         try:
             for method in methods:
                 tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
-                    "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config})
+                    "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config},
+                    cfg.config)
                 preds, wall = await resumed(out, method, cfg, records, functools.partial(
                     label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg,
                     mentions=dataset.mentions))

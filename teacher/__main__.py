@@ -16,17 +16,10 @@ import argparse
 import json
 import shlex
 import sys
-import types
-import typing
 
+from ie.cli import add_flags
 from ie.logs import add_verbose_flag, setup_logging
-from teacher.config import TeacherConfig, cli_fields
-
-
-def _flag_type(hint: object) -> type:
-    """`int | None` -> int; the flag's parser type."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)] if isinstance(hint, types.UnionType) else []
-    return args[0] if args else hint  # type: ignore[return-value]
+from teacher.config import TeacherConfig
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,14 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="label records into an output folder", allow_abbrev=False)
-    hints = typing.get_type_hints(TeacherConfig)
-    for name, default, help_text in cli_fields():
-        flag, kind = "--" + name.replace("_", "-"), _flag_type(hints[name])
-        if kind is bool:
-            run.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                             help=f"{help_text} (default {default})")
-        else:
-            run.add_argument(flag, type=kind, default=None, help=f"{help_text} (default {default})")
+    add_flags(run, TeacherConfig)
     add_verbose_flag(run)
     return parser
 
@@ -72,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = resolve_config_path(args["config"] or TeacherConfig.config)
         args["config"] = str(path)
-        cfg = TeacherConfig.from_sources(load_config(path).section("teacher"), args)
+        cfg = TeacherConfig.from_sources(load_config(path).section("teacher"), args, path)
         from teacher.runner import run
 
         run(cfg)

@@ -1,14 +1,16 @@
 """The teacher's one typed config: the dataset file's `teacher:` section, then command-line overrides.
 
-Every field becomes a `--flag` (underscores as dashes) with its `help`; `__post_init__` rejects bad values
-with a message naming the field and the fix, before any server starts.
+Every field becomes a `--flag` (underscores as dashes) with its `help` (`ie.cli`); `__post_init__` rejects bad
+values with a message naming the field and the fix, before any server starts.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ie import cli
+from ie.cli import opt
 from ie.config import ConfigError, check_field_types
 from ie.llm.client import STRUCTURED_OUTPUTS, Timeouts
 from ie.scoring import RE_MODES
@@ -21,69 +23,65 @@ ROUTING = ("off", "auto", "on")
 ROUTERS = ("answer", "likelihood")
 
 
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
 class TeacherConfig:
-    config: str = _opt("configs/conll04.yaml", "dataset config (schema + splits), or just its name")
-    split: str | None = _opt(None, "dataset split to label (exclusive with --input)")
-    input: str | None = _opt(None, "file to label: .jsonl records, .txt one sentence a line, .json SpERT")
-    method: str = _opt("crossagentie", "labelling method (see teacher.methods.METHODS)")
-    limit: int | None = _opt(None, "label only the first N records (after --offset)")
-    offset: int = _opt(0, "skip the first N records (a fresh slice after the ones settings were chosen on)")
-    out: str | None = _opt(None, "output folder (default runs/<method>)")
-    model: str | None = _opt(None, "embedded llama.cpp model: catalogue name or GGUF path (default: catalogue's)")
-    endpoint: str | None = _opt(None, "OpenAI-compatible base URL; no endpoint = embedded llama.cpp server")
-    model_name: str | None = _opt(None, "model name at --endpoint")
-    api_key_env: str | None = _opt(None, "NAME of the env var holding the endpoint's API key")
-    structured_output: str = _opt("json_schema", "how --endpoint is asked for JSON: json_schema (response_format; "
-                                  "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
-    context_tokens: int | None = _opt(None, "context tokens of one request where the server reports none "
-                                      "(llama.cpp's /props does; this may narrow it): longer texts go in windows")
-    window_tokens: int = _opt(128, "estimated tokens of text in one window of a text too long for the context "
-                              "(fewer if the context leaves fewer): an answer holds at most 10 items")
-    concurrency: int = _opt(2, "records labelled at once (match the server's parallel slots)")
-    max_rounds: int = _opt(0, "cross-type debate rounds before the summarizer decides (a small model's debate "
-                           "rounds cost tokens and F1: CoNLL04, qwen2.5-0.5b)")
-    summarizer: str = _opt("likelihood", "how open entity conflicts are decided: likelihood (the most probable type "
-                           "word of each option's span; a span the endpoint cannot score, no top_logprobs, gets the "
-                           "written verdict) or generate (always a written verdict from the agents' reasons)")
-    extent_check_words: int = _opt(0, "crossagentie: put each settled mention of at least this many words back "
-                                   "to a type agent for the name inside it (0 = off)")
-    extent_instruction: str = _opt("Copy from it only the ${word} itself: leave out the words around it that are "
-                                   "not part of the ${word}.", "what the name extent check asks for (${word}: the "
-                                   "type's answer word)")
-    judge_none: str = _opt("none of these types", "what the likelihood judge's option 'none' is said to mean")
-    cross_task_rounds: int = _opt(2, "NER<->RE feedback rounds")
-    seed: int = _opt(0, "base seed for sampling and speaking order")
-    routing: str = _opt("auto", "crossagentie: a cheap step first picks the entity and relation types in the "
-                        "sentence (see --route-by), and only their type agents are called: off, on, or auto (on "
-                        "when the schema has at least --route-min-types types)")
-    route_min_types: int = _opt(16, "routing auto: route when the schema has at least this many entity plus "
-                                "relation types (NYT's 25 route; CoNLL04's 9 and SciERC's 13 call every agent)")
-    route_by: str = _opt("answer", "how types are routed: answer (one call naming them, JSON constrained to "
-                         "the schema's type names) or likelihood (a one-token yes/no per type; needs top_logprobs)")
-    route_threshold: float = _opt(0.5, "route_by likelihood: route a type whose P(yes) is at least this")
-    extract_temperature: float = _opt(0.0, "temperature of extraction agents")
-    debate_temperature: float = _opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
-    frequency_penalty: float = _opt(0.1, "frequency penalty of debaters (paper: 0.1)")
-    max_tokens: int = _opt(200, "max answer tokens of one agent call (single-prompt baselines get 2x)")
-    parse_retries: int = _opt(1, "re-asks after an answer that fails validation (a cut-off answer rarely heals)")
-    sc_samples: int = _opt(5, "samples for (soft-)self-consistency")
-    sc_temperature: float = _opt(0.7, "temperature of self-consistency samples")
-    re_mode: str | None = _opt(None, "relation scoring mode of the report (strict, boundaries, strings; default: "
-                               "the dataset config's score: section)")
-    cache: bool = _opt(True, "use the call cache (<out>/calls.sqlite): a re-run repeats no LLM call")
-    progress: bool = _opt(True, "show a progress bar")
-    retries: int = _opt(4, "re-sends of a call that got no answer but may yet (refused connection, 429, 5xx), "
-                        "with exponential backoff from 1 s")
-    timeout_connect_s: float = _opt(Timeouts.connect_s, Timeouts.help("connect_s"))
-    timeout_first_token_s: float = _opt(Timeouts.first_token_s, Timeouts.help("first_token_s"))
-    timeout_tokens_per_s: float = _opt(Timeouts.min_tokens_per_s, Timeouts.help("min_tokens_per_s"))
-    timeout_record_s: float = _opt(1800.0, "seconds one record may take, all its calls together; past it the record "
-                                   "fails with reason 'time budget' and is retried by the next run (0 = no budget)")
+    config: str = opt("configs/conll04.yaml", "dataset config (schema + splits), or just its name")
+    split: str | None = opt(None, "dataset split to label (exclusive with --input)")
+    input: str | None = opt(None, "file to label: .jsonl records, .txt one sentence a line, .json SpERT")
+    method: str = opt("crossagentie", "labelling method (see teacher.methods.METHODS)")
+    limit: int | None = opt(None, "label only the first N records (after --offset)")
+    offset: int = opt(0, "skip the first N records (a fresh slice after the ones settings were chosen on)")
+    out: str | None = opt(None, "output folder (default runs/<method>)")
+    model: str | None = opt(None, "embedded llama.cpp model: catalogue name or GGUF path (default: catalogue's)")
+    endpoint: str | None = opt(None, "OpenAI-compatible base URL; no endpoint = embedded llama.cpp server")
+    model_name: str | None = opt(None, "model name at --endpoint")
+    api_key_env: str | None = opt(None, "NAME of the env var holding the endpoint's API key")
+    structured_output: str = opt("json_schema", "how --endpoint is asked for JSON: json_schema (response_format; "
+                                 "OpenAI, vLLM) or llguidance (llama.cpp's grammar field: compact JSON)")
+    context_tokens: int | None = opt(None, "context tokens of one request where the server reports none "
+                                     "(llama.cpp's /props does; this may narrow it): longer texts go in windows")
+    window_tokens: int = opt(128, "estimated tokens of text in one window of a text too long for the context "
+                             "(fewer if the context leaves fewer): an answer holds at most 10 items")
+    concurrency: int = opt(2, "records labelled at once (match the server's parallel slots)")
+    max_rounds: int = opt(0, "cross-type debate rounds before the summarizer decides (a small model's debate "
+                          "rounds cost tokens and F1: CoNLL04, qwen2.5-0.5b)")
+    summarizer: str = opt("likelihood", "how open entity conflicts are decided: likelihood (the most probable type "
+                          "word of each option's span; a span the endpoint cannot score, no top_logprobs, gets the "
+                          "written verdict) or generate (always a written verdict from the agents' reasons)")
+    extent_check_words: int = opt(0, "crossagentie: put each settled mention of at least this many words back "
+                                  "to a type agent for the name inside it (0 = off)")
+    extent_instruction: str = opt("Copy from it only the ${word} itself: leave out the words around it that are "
+                                  "not part of the ${word}.", "what the name extent check asks for (${word}: the "
+                                  "type's answer word)")
+    judge_none: str = opt("none of these types", "what the likelihood judge's option 'none' is said to mean")
+    cross_task_rounds: int = opt(2, "NER<->RE feedback rounds")
+    seed: int = opt(0, "base seed for sampling and speaking order")
+    routing: str = opt("auto", "crossagentie: a cheap step first picks the entity and relation types in the "
+                       "sentence (see --route-by), and only their type agents are called: off, on, or auto (on "
+                       "when the schema has at least --route-min-types types)")
+    route_min_types: int = opt(16, "routing auto: route when the schema has at least this many entity plus "
+                               "relation types (NYT's 25 route; CoNLL04's 9 and SciERC's 13 call every agent)")
+    route_by: str = opt("answer", "how types are routed: answer (one call naming them, JSON constrained to "
+                        "the schema's type names) or likelihood (a one-token yes/no per type; needs top_logprobs)")
+    route_threshold: float = opt(0.5, "route_by likelihood: route a type whose P(yes) is at least this")
+    extract_temperature: float = opt(0.0, "temperature of extraction agents")
+    debate_temperature: float = opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
+    frequency_penalty: float = opt(0.1, "frequency penalty of debaters (paper: 0.1)")
+    max_tokens: int = opt(200, "max answer tokens of one agent call (single-prompt baselines get 2x)")
+    parse_retries: int = opt(1, "re-asks after an answer that fails validation (a cut-off answer rarely heals)")
+    sc_samples: int = opt(5, "samples for (soft-)self-consistency")
+    sc_temperature: float = opt(0.7, "temperature of self-consistency samples")
+    re_mode: str | None = opt(None, "relation scoring mode of the report (strict, boundaries, strings; default: "
+                              "the dataset config's score: section)")
+    cache: bool = opt(True, "use the call cache (<out>/calls.sqlite): a re-run repeats no LLM call")
+    progress: bool = opt(True, "show a progress bar")
+    retries: int = opt(4, "re-sends of a call that got no answer but may yet (refused connection, 429, 5xx), "
+                       "with exponential backoff from 1 s")
+    timeout_connect_s: float = opt(Timeouts.connect_s, Timeouts.help("connect_s"))
+    timeout_first_token_s: float = opt(Timeouts.first_token_s, Timeouts.help("first_token_s"))
+    timeout_tokens_per_s: float = opt(Timeouts.min_tokens_per_s, Timeouts.help("min_tokens_per_s"))
+    timeout_record_s: float = opt(1800.0, "seconds one record may take, all its calls together; past it the record "
+                                  "fails with reason 'time budget' and is retried by the next run (0 = no budget)")
 
     def __post_init__(self) -> None:
         if isinstance(self.routing, bool):  # YAML 1.1 reads a bare off/on as a boolean
@@ -146,19 +144,11 @@ class TeacherConfig:
         return asdict(self)
 
     @classmethod
-    def from_sources(cls, section: dict[str, Any], overrides: dict[str, Any]) -> TeacherConfig:
-        """`section` = the YAML `teacher:` mapping; `overrides` = flags given (None = not given)."""
+    def from_sources(cls, section: dict[str, Any], overrides: dict[str, Any], source: str | Path = "<config>"
+                     ) -> TeacherConfig:
+        """`section` = the YAML `teacher:` mapping of config file `source`; `overrides` = flags given (None = not
+        given)."""
         for name in sorted(set(section) & set(MOVED)):
-            raise ConfigError(f"teacher.{name}: moved to the dataset config's `mentions:` section ({MOVED[name]}), "
-                              "so teacher and student apply the same rules")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(section) - known)
-        if unknown:
-            raise ConfigError(f"teacher.{unknown[0]}: unknown setting; known: {sorted(known)}")
-        merged = {**section, **{k: v for k, v in overrides.items() if v is not None}}
-        return cls(**merged)
-
-
-def cli_fields() -> list[tuple[str, Any, str]]:
-    """(name, default, help) of every setting, in order: what the parser turns into flags."""
-    return [(f.name, None if f.default is MISSING else f.default, f.metadata["help"]) for f in fields(TeacherConfig)]
+            raise ConfigError(f"{source}: teacher.{name}: moved to the dataset config's `mentions:` section "
+                              f"({MOVED[name]}), so teacher and student apply the same rules")
+        return cli.from_sources(cls, "teacher", section, overrides, source)

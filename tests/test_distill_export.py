@@ -5,9 +5,10 @@ import pytest
 from datasets import load_from_disk
 
 from distill.__main__ import main
-from distill.config import DistillConfig
+from distill.config import DistillConfig, DistillConfigError
 from distill.export import export, split_records
 from distill.select import screen, select
+from ie.cli import from_sources
 from ie.config import DATA_ENV, ConfigError, TaskSchema
 from ie.schema import Entity, Record, Relation, read_records, write_records
 from ie.student_format import build_messages, template_sha256
@@ -93,12 +94,17 @@ def test_export_plans_the_openai_job_when_valid(tmp_path):
 
 
 def test_config_sources_and_errors():
-    cfg = DistillConfig.from_sources({"threshold": 0.7, "ner_per_type": 3}, {"ner_per_type": 6, "seed": None})
+    def load(section, flags):
+        return from_sources(DistillConfig, "distill", section, flags, "configs/x.yaml")
+
+    cfg = load({"threshold": 0.7, "ner_per_type": 3}, {"ner_per_type": 6, "seed": None})
     assert (cfg.threshold, cfg.ner_per_type, cfg.seed) == (0.7, 6, 0)
-    with pytest.raises(ConfigError, match=r"configs/x.yaml: distill.treshold: unknown field"):
-        DistillConfig.from_sources({"treshold": 0.7}, {}, "configs/x.yaml")
-    with pytest.raises(ConfigError, match=r"configs/x.yaml: distill.threshold = 1.5: must be within"):
-        DistillConfig.from_sources({"threshold": 1.5}, {}, "configs/x.yaml")
+    with pytest.raises(ConfigError, match=r"configs/x.yaml: distill.treshold: unknown setting"):
+        load({"treshold": 0.7}, {})
+    with pytest.raises(DistillConfigError, match=r"configs/x.yaml: distill.threshold = 1.5: must be within"):
+        load({"threshold": 1.5}, {})
+    with pytest.raises(ConfigError, match=r"configs/x.yaml: distill: '<=' not supported"):
+        load({"threshold": "high"}, {})
 
 
 def _dataset_config(tmp_path: Path) -> Path:

@@ -1,0 +1,157 @@
+"""Every entry point on `ie.cli` takes its settings the same way: the dataclass default, then the dataset config's
+section, then the flag given. A section key that is no setting is refused naming the file and the key, an
+abbreviated flag is refused, and every setting's flag shows its help and default."""
+import argparse
+import dataclasses
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from distill.config import DistillConfig
+from ie.cli import add_flags, from_sources, opt
+from ie.config import REPO_ROOT, ConfigError
+from serve.bench import BenchConfig
+from teacher.config import TeacherConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryPoint:
+    module: str
+    settings: type
+    section: str
+    work: str  # "module.function" the settings are handed to once resolved: replaced by `_capture` here
+    setting: str  # an int setting, and a section value and a flag value other than its default
+    values: tuple[int, int]
+
+    def argv(self, config: Path, tmp_path: Path) -> list[str]:
+        """The flags a run needs (the teacher's after its `run` subcommand)."""
+        if self.module == "teacher.__main__":
+            return ["--config", str(config), "--split", "dev"]
+        if self.module == "distill.__main__":
+            (tmp_path / "teacher").mkdir(exist_ok=True)
+            (tmp_path / "teacher" / "predictions.jsonl").write_text("")
+            return ["--teacher", str(tmp_path / "teacher"), "--config", str(config), "--out", str(tmp_path / "o")]
+        return ["--config", str(config), "--out", str(tmp_path / "o")]
+
+    def main(self, argv: list[str]) -> int:
+        command = ["run"] if self.module == "teacher.__main__" else []
+        return importlib.import_module(self.module).main(command + argv)
+
+    def parser(self) -> argparse.ArgumentParser:
+        """The parser holding the settings' flags (the teacher's `run` subcommand)."""
+        parser = importlib.import_module(self.module).build_parser()
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return subs[0].choices["run"] if subs else parser
+
+
+ENTRY_POINTS = [
+    EntryPoint("teacher.__main__", TeacherConfig, "teacher", "teacher.runner.run", "max_tokens", (64, 32)),
+    EntryPoint("distill.__main__", DistillConfig, "distill", "distill.__main__.load_exclusion", "ner_per_type", (2, 3)),
+    EntryPoint("serve.bench", BenchConfig, "bench", "serve.bench_run.run_bench", "concurrency", (3, 2)),
+]
+IDS = [e.section for e in ENTRY_POINTS]
+
+
+class Captured(Exception):
+    def __init__(self, cfg: object) -> None:
+        self.cfg = cfg
+
+
+def _capture(*args: object) -> None:
+    """Stands in for the entry point's work: stops it with the settings it was handed."""
+    raise Captured(next(a for a in args if dataclasses.is_dataclass(a)))
+
+
+def _config(tmp_path: Path, section: str, **changes: object) -> Path:
+    """configs/conll04.yaml with `section:` changed (a value of None drops the key)."""
+    data = yaml.safe_load((REPO_ROOT / "configs" / "conll04.yaml").read_text(encoding="utf-8"))
+    data.setdefault(section, {}).update(changes)
+    data[section] = {k: v for k, v in data[section].items() if v is not None}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _settings(entry: EntryPoint, tmp_path: Path, monkeypatch, flags: list[str], **changes: object):
+    monkeypatch.setattr(entry.work, _capture)
+    argv = entry.argv(_config(tmp_path, entry.section, **changes), tmp_path) + flags
+    with pytest.raises(Captured) as info:
+        entry.main(argv)
+    assert isinstance(info.value.cfg, entry.settings)
+    return info.value.cfg
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=IDS)
+def test_the_section_overrides_the_default_and_a_flag_the_section(entry, tmp_path, monkeypatch):
+    default = next(f.default for f in dataclasses.fields(entry.settings) if f.name == entry.setting)
+    in_yaml, in_flag = entry.values
+    assert default not in entry.values
+    flag = ["--" + entry.setting.replace("_", "-"), str(in_flag)]
+    assert getattr(_settings(entry, tmp_path, monkeypatch, [], **{entry.setting: None}), entry.setting) == default
+    assert getattr(_settings(entry, tmp_path, monkeypatch, [], **{entry.setting: in_yaml}), entry.setting) == in_yaml
+    assert getattr(_settings(entry, tmp_path, monkeypatch, flag, **{entry.setting: in_yaml}), entry.setting) == in_flag
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=IDS)
+def test_an_unknown_section_key_is_refused_naming_the_file_and_the_key(entry, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(entry.work, _capture)
+    config = _config(tmp_path, entry.section, colour=1)
+    try:
+        assert entry.main(entry.argv(config, tmp_path)) == 2
+        error = capsys.readouterr().err
+    except ConfigError as exc:  # distill lets it through
+        error = str(exc)
+    assert f"{config}: {entry.section}.colour: unknown setting; known: [" in error
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=IDS)
+def test_every_abbreviated_setting_flag_is_refused(entry, tmp_path, capsys):
+    parser = entry.parser()
+    flags = {s for a in parser._actions for s in a.option_strings}
+    argv = entry.argv(tmp_path / "c.yaml", tmp_path)
+    for f in dataclasses.fields(entry.settings):
+        abbreviated = "--" + f.name.replace("_", "-")[:-1]
+        if abbreviated in flags:
+            continue
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args([*argv, abbreviated, "1"])
+        assert info.value.code == 2 and f"unrecognized arguments: {abbreviated}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=IDS)
+def test_every_setting_is_a_flag_showing_its_help_and_default(entry):
+    actions = {a.dest: a for a in entry.parser()._actions}
+    for f in dataclasses.fields(entry.settings):
+        help_text = actions[f.name].help
+        assert f.metadata["help"] and help_text.startswith(f.metadata["help"] + " (default ")
+
+
+@dataclasses.dataclass
+class Toy:
+    dry: bool = opt(False, "a switch")
+    cache: bool = opt(True, "on unless --no-cache")
+    limit: int | None = opt(None, "a number or nothing")
+    sizes: list[int] = opt([1], "numbers")
+    note: str = opt("x", "text")
+
+
+def test_flags_are_typed_from_the_annotation():
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    add_flags(parser, Toy)
+    given = vars(parser.parse_args(["--dry", "--no-cache", "--limit", "3", "--sizes", "2, 3", "--sizes", "4"]))
+    assert given == {"dry": True, "cache": False, "limit": 3, "sizes": [2, 3, 4], "note": None}
+    assert vars(parser.parse_args([])) == dict.fromkeys(given)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--sizes", "1,x"])
+    assert "(default 1)" in parser.format_help() and Toy().sizes is not Toy().sizes
+
+
+def test_from_sources_keeps_reserved_keys_out_and_names_the_file_in_errors():
+    assert from_sources(Toy, "toy", {"limit": 2, "prices": {}}, {"limit": None, "verbose": True}, "t.yaml",
+                        reserved=("prices",)) == Toy(limit=2)
+    with pytest.raises(ConfigError, match=r"^t.yaml: toy.prices: unknown setting; known: \['cache', 'dry', "):
+        from_sources(Toy, "toy", {"prices": {}}, {}, "t.yaml")
+    with pytest.raises(ConfigError, match=r"^t.yaml: teacher.concurrency: must be at least 1, got 0$"):
+        from_sources(TeacherConfig, "teacher", {"concurrency": 0}, {}, "t.yaml")
