@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ie.record_stats import stats_of
 from ie.schema import Record
 
 
@@ -27,10 +28,10 @@ class RunSummary:
     def of(cls, what: str, total: int, labelled: Sequence[Record], failed: int,
            metrics: Mapping[str, Any] | None = None, outputs: Mapping[str, Path] | None = None) -> RunSummary:
         """From the finished records' `stats` and, when gold exists, `ie.scoring.evaluate`'s result."""
-        stats = [(r.model_extra or {}).get("stats") or {} for r in labelled]
+        stats = [stats_of(r) for r in labelled]
         n = max(len(labelled), 1)
-        calls = sum(s.get("calls", 0) for s in stats)
-        tokens = sum(s.get("prompt_tokens", 0) + s.get("completion_tokens", 0) for s in stats)
+        calls = sum(s.calls for s in stats)
+        tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)
         ner = re_f1 = None
         re_mode = "strict"
         if metrics is not None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ie.record_stats import stats_of
 from ie.schema import Record
 
 
@@ -70,22 +71,18 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def record_stat(record: Record, key: str) -> float:
-    stats = (record.model_extra or {}).get("stats") or {}
-    return float(stats.get(key, 0) or 0)
-
-
 def calculate_metrics(
     method: str, model: str, scores: dict[str, Any], preds: Sequence[Record], wall_s: float, price: Price
 ) -> MethodMetrics:
     """`scores` is `ie.scoring.evaluate(...)` output; `preds` carry `stats` (calls, tokens, wall_s) per record."""
     n = max(len(preds), 1)
-    calls = sum(record_stat(r, "calls") for r in preds)
-    cached = sum(record_stat(r, "cached_calls") for r in preds)
-    prompt = sum(record_stat(r, "prompt_tokens") for r in preds)
-    completion = sum(record_stat(r, "completion_tokens") for r in preds)
-    prefix_cached = sum(record_stat(r, "prefix_cached_tokens") for r in preds)
-    latencies = [record_stat(r, "wall_s") for r in preds]
+    stats = [stats_of(r) for r in preds]
+    calls = sum(s.calls for s in stats)
+    cached = sum(s.cached_calls for s in stats)
+    prompt = sum(s.prompt_tokens for s in stats)
+    completion = sum(s.completion_tokens for s in stats)
+    prefix_cached = sum(s.prefix_cached_tokens for s in stats)
+    latencies = [s.wall_s for s in stats]
     ner, rel = scores["ner"]["micro"], scores["re"]["micro"]
     return MethodMetrics(
         method=method, model=model, sentences=len(preds),
@@ -99,7 +96,7 @@ def calculate_metrics(
         throughput_sentences_per_s=len(preds) / wall_s if wall_s > 0 else 0.0,
         usd_per_1k_sentences=1000 * price.cost(prompt / n, completion / n, prefix_cached / n),
         cached_calls_fraction=cached / calls if calls else 0.0,
-        failed_calls=int(sum(record_stat(r, "failed_calls") for r in preds)),
+        failed_calls=sum(s.failed_calls for s in stats),
     )
 
 

@@ -18,6 +18,7 @@ from ie.config import DatasetConfig, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.llm.local import ensure_endpoint
+from ie.record_stats import stats_of
 from ie.schema import Record, read_records, write_records
 from serve.bench_config import BenchConfig, write_json
 from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics, teacher_target
@@ -53,8 +54,7 @@ class PartialRow:
 
     def wall_s(self, ids: Sequence[str]) -> float:
         """The measured wall time of the finished records among `ids`."""
-        return sum(float((self.done[i].model_extra or {}).get("stats", {}).get("wall_s", 0.0))
-                   for i in ids if i in self.done)
+        return sum(stats_of(self.done[i]).wall_s for i in ids if i in self.done)
 
 
 def reusable_row(out: Path, method: str, cfg: BenchConfig) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from statistics import mean
 from typing import Any
 
 from ie.config import DatasetConfig, score_options
+from ie.record_stats import stats_of
 from ie.schema import Record
 from teacher.config import TeacherConfig
 
@@ -20,10 +21,10 @@ COST_KEYS = ("calls", "cached_calls", "failed_calls", "prompt_tokens", "completi
 
 def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
     """Totals and per-record means of the teacher's own stats (pure)."""
-    stats = [(r.model_extra or {}).get("stats", {}) for r in predictions]
+    stats = [stats_of(r) for r in predictions]
     debates = [(r.model_extra or {}).get("debate", {}) for r in predictions]
     n = max(len(predictions), 1)
-    totals = {k: sum(s.get(k, 0) for s in stats) for k in COST_KEYS}
+    totals = {k: sum(getattr(s, k) for s in stats) for k in COST_KEYS}
     conflicts = [c for d in debates for c in d.get("conflicts", [])]
     rounds = [a for d in debates for a in d.get("alignment", [])]
     return {
@@ -39,7 +40,7 @@ def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
         "extents": {"checked": sum(len(d.get("extents", [])) for d in debates),
                     "trimmed": sum(bool(e["trimmed_to"]) for d in debates for e in d.get("extents", []))},
         "routing": {"records": sum(bool(d.get("routing")) for d in debates),
-                    "agents_skipped": sum(s.get("agents_skipped_by_routing", 0) for s in stats),
+                    "agents_skipped": sum(s.agents_skipped_by_routing for s in stats),
                     "fallbacks": sum(bool((d.get("routing") or {}).get("fallback")) for d in debates)},
         "notes": dict(Counter(note for d in debates for note in d.get("notes", []) if "skipped" not in note)),
         "mean_record_confidence": round(mean((r.model_extra or {}).get("confidence", 0.0) for r in predictions), 4)
