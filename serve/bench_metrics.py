@@ -8,6 +8,7 @@ from typing import Any
 
 from ie.record_stats import stats_of
 from ie.schema import Record
+from ie.scoring import Scores
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,9 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def calculate_metrics(
-    method: str, model: str, scores: dict[str, Any], preds: Sequence[Record], wall_s: float, price: Price
+    method: str, model: str, scores: Scores, preds: Sequence[Record], wall_s: float, price: Price
 ) -> MethodMetrics:
-    """`scores` is `ie.scoring.evaluate(...)` output; `preds` carry `stats` (calls, tokens, wall_s) per record."""
+    """`scores`: `ie.scoring.evaluate(...)`; `preds` carry `stats` (calls, tokens, wall_s) per record."""
     n = max(len(preds), 1)
     stats = [stats_of(r) for r in preds]
     calls = sum(s.calls for s in stats)
@@ -83,11 +84,11 @@ def calculate_metrics(
     completion = sum(s.completion_tokens for s in stats)
     prefix_cached = sum(s.prefix_cached_tokens for s in stats)
     latencies = [s.wall_s for s in stats]
-    ner, rel = scores["ner"]["micro"], scores["re"]["micro"]
+    ner, rel = scores.ner.micro, scores.re.micro
     return MethodMetrics(
         method=method, model=model, sentences=len(preds),
-        ner_p=100 * ner["precision"], ner_r=100 * ner["recall"], ner_f1=100 * ner["f1"],
-        re_p=100 * rel["precision"], re_r=100 * rel["recall"], re_f1=100 * rel["f1"],
+        ner_p=100 * ner.precision, ner_r=100 * ner.recall, ner_f1=100 * ner.f1,
+        re_p=100 * rel.precision, re_r=100 * rel.recall, re_f1=100 * rel.f1,
         calls_per_sentence=calls / n,
         prompt_tokens_per_sentence=prompt / n,
         completion_tokens_per_sentence=completion / n,

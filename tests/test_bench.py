@@ -7,6 +7,7 @@ import pytest
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.schema import Record
+from ie.scoring import PRF, NerErrors, RelationScores, Scores, TaskScores
 from serve import bench, bench_run
 from serve.bench_metrics import (
     NER_F1_GAIN_TARGET,
@@ -31,14 +32,22 @@ def test_percentile_interpolates():
     assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
 
 
+def _scores(ner=(0.0, 0.0, 0.0), re=(0.0, 0.0, 0.0)) -> Scores:
+    """Scores with these micro (precision, recall, F1), the only ones the bench rows read."""
+    def prf(p, r, f1):
+        return PRF(precision=p, recall=r, f1=f1, tp=0, fp=0, fn=0)
+
+    return Scores(ner=TaskScores(micro=prf(*ner)), re=RelationScores(micro=prf(*re), mode="strict", symmetric_types=[]),
+                  errors=NerErrors(), records=0, unmatched_predictions=0)
+
+
 def _pred(calls, prompt, completion, wall, cached=0, prefix=0):
     return Record(id="x", text="t", stats={"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
                                            "wall_s": wall, "cached_calls": cached, "prefix_cached_tokens": prefix})
 
 
 def test_calculate_metrics_and_ratios():
-    scores = {"ner": {"micro": {"precision": 0.5, "recall": 0.25, "f1": 1 / 3}},
-              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    scores = _scores(ner=(0.5, 0.25, 1 / 3))
     preds = [_pred(2, 100, 20, 1.0, cached=1), _pred(4, 300, 60, 3.0)]
     m = calculate_metrics("direct", "m", scores, preds, wall_s=4.0, price=Price(input=1.0, output=2.0))
     assert m.calls_per_sentence == 3 and m.prompt_tokens_per_sentence == 200 and m.tokens_per_sentence == 240
@@ -52,8 +61,7 @@ def test_calculate_metrics_and_ratios():
 
 
 def test_prefix_cached_tokens_are_new_tokens_saved_and_priced_at_the_cached_rate():
-    scores = {"ner": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}},
-              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    scores = _scores()
     price = Price(input=1.0, output=2.0, cached_input=0.25)
     m = calculate_metrics("crossagentie", "m", scores, [_pred(5, 1000, 100, 1.0, prefix=600)], 1.0, price)
     assert m.tokens_per_sentence == 1100 and m.new_tokens_per_sentence == 500
@@ -65,8 +73,7 @@ def test_prefix_cached_tokens_are_new_tokens_saved_and_priced_at_the_cached_rate
 
 
 def _f1_row(method, f1, prompt, completion, prefix):
-    scores = {"ner": {"micro": {"precision": f1, "recall": f1, "f1": f1}},
-              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    scores = _scores(ner=(f1, f1, f1))
     price = Price(input=1.0, output=2.0, cached_input=0.5)
     return calculate_metrics(method, "m", scores, [_pred(1, prompt, completion, 1.0, prefix=prefix)], 1.0, price)
 

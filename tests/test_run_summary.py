@@ -9,6 +9,7 @@ from fault_server import FaultServer, Reply, closed_port
 
 from ie.logs import setup_logging
 from ie.schema import Record, write_records
+from ie.scoring import Scores
 from ie.summary import RunSummary
 from serve import client as student_client
 from serve.bench_report import summary_lines
@@ -42,7 +43,12 @@ def teacher_args(tmp_path: Path, url: str, *extra: str) -> list[str]:
 def test_summary_lines_from_records_and_metrics():
     labelled = [Record(id="a", text="x", stats={"calls": 3, "prompt_tokens": 1000, "completion_tokens": 200}),
                 Record(id="b", text="y", stats={"calls": 1, "prompt_tokens": 300, "completion_tokens": 100})]
-    metrics = {"ner": {"micro": {"f1": 0.5}}, "re": {"micro": {"f1": 0.25}, "per_type": {"R": {}}, "mode": "strings"}}
+    def prf(f1):
+        return {"precision": f1, "recall": f1, "f1": f1, "tp": 0, "fp": 0, "fn": 0}
+
+    metrics = Scores.model_validate({"ner": {"micro": prf(0.5)}, "errors": {}, "records": 2, "unmatched_predictions": 0,
+                                     "re": {"micro": prf(0.25), "per_type": {"R": prf(0.25)}, "mode": "strings",
+                                            "symmetric_types": []}})
     s = RunSummary.of("teacher direct", 3, labelled, 1, metrics, {"report": Path("runs/x/report.md")})
     assert s.lines() == ["teacher direct: 2 of 3 records labelled, 1 failed",
                          "  NER F1 50.0, RE F1 25.0 (strings) against the gold",

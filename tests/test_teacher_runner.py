@@ -308,10 +308,11 @@ def test_report_scores_as_the_config_s_score_section_says(tmp_path):
     nyt = load_config(resolve_config_path("nyt"))
     gold, pred = nyt_strings_pair()  # the same triple on the other "Iceland": right as strings, wrong if strict
     metrics = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt"))
-    assert metrics["re"]["mode"] == "strings" and metrics["re"]["micro"]["tp"] == 1
+    assert metrics.re.mode == "strings" and metrics.re.micro.tp == 1
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics.as_dict()
     assert "RE (strings)" in (tmp_path / "report.md").read_text()
     strict = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt", re_mode="strict"))
-    assert strict["re"]["micro"]["tp"] == 0
+    assert strict.re.micro.tp == 0
 
 
 def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
