@@ -12,6 +12,7 @@ from ie.schema import Record, write_records
 from ie.scoring import Scores
 from ie.summary import RunSummary
 from serve import client as student_client
+from serve.bench_metrics import MethodMetrics, TeacherTarget
 from serve.bench_report import summary_lines
 from teacher.__main__ import main as teacher_main
 from tests.test_teacher_runner import GOLD as RUNNER_GOLD
@@ -115,10 +116,15 @@ def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, caps
 
 
 def test_bench_closing_lines():
-    row = {"method": "direct", "ner_f1": 41.234, "re_f1": 5.0, "calls_per_sentence": 1.0,
-           "tokens_per_sentence": 612.4, "latency_p50_s": 0.456}
+    row = MethodMetrics(method="direct", model="m", sentences=50, ner_p=40.0, ner_r=42.5, ner_f1=41.234, re_p=5.0,
+                        re_r=5.0, re_f1=5.0, calls_per_sentence=1.0, prompt_tokens_per_sentence=512.4,
+                        completion_tokens_per_sentence=100.0, prefix_cached_tokens_per_sentence=0.0,
+                        latency_p50_s=0.456, latency_p95_s=0.9, throughput_sentences_per_s=2.0,
+                        usd_per_1k_sentences=0.1, cached_calls_fraction=0.0, failed_calls=0).as_dict()
+    target = TeacherTarget(method="crossagentie", baseline="direct", ner_f1_gain=0.0, new_tokens_ratio=1.0,
+                           tokens_ratio_in_full=1.0, usd_ratio=1.0, met=False).as_dict()
     bench = {"dataset": "conll04 dev", "sentences": 50, "rows": [row, {**row, "method": "crossagentie"}],
-             "teacher_target": {"method": "crossagentie", "baseline": "direct", "met": False}}
+             "teacher_target": target}
     assert summary_lines(bench, Path("runs/bench")) == [
         "bench: 2 methods on 50 sentences of conll04 dev",
         "  direct: NER F1 41.2, RE F1 5.0; per sentence 1.0 calls, 612 tokens, p50 0.46 s",
