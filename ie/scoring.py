@@ -62,6 +62,7 @@ class Counts:
         return _ratio(2 * self.precision * self.recall, self.precision + self.recall)
 
     def prf(self) -> PRF:
+        """Its scores with the counts, as reports hold them."""
         return PRF(precision=self.precision, recall=self.recall, f1=self.f1, tp=self.tp, fp=self.fp, fn=self.fn)
 
 
