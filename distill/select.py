@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ie.config import TaskSchema
+from ie.record_stats import stats_of
 from ie.schema import Record
 
 LOW_CONFIDENCE = "low_confidence"
@@ -62,10 +63,10 @@ def failure_reasons(record: Record, threshold: float, max_failed_calls: int = 0)
     if conf is None and threshold > 0 or (conf is not None and conf < threshold) \
             or any(c < threshold for c in items):
         reasons.append(LOW_CONFIDENCE)
-    stats = (record.model_extra or {}).get("stats") or {}
-    if stats.get("unresolved_conflicts", 0):
+    stats = stats_of(record)
+    if stats.unresolved_conflicts:
         reasons.append(UNRESOLVED_CONFLICT)
-    if stats.get("failed_calls", 0) > max_failed_calls:
+    if stats.failed_calls > max_failed_calls:
         reasons.append(FAILED_CALLS)
     return reasons
 

@@ -29,11 +29,6 @@ class PairedDifference:
     resamples: int
     confidence: float
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {"f1_a": self.f1_a, "f1_b": self.f1_b, "difference": self.difference, "low": self.low,
-                "high": self.high, "p_not_better": self.p_not_better, "resamples": self.resamples,
-                "confidence": self.confidence}
-
 
 def record_counts(pairs: list[tuple[set, set]]) -> list[Counts]:
     """Micro counts per record from (gold keys, predicted keys)."""

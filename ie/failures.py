@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ie.llm.types import TransportError
+from ie.record_stats import stats_of
 from ie.schema import Record
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ async def within_budget(work: Awaitable[T], budget_s: float | None) -> tuple[T |
 
 def failure_of(record: Record) -> str | None:
     """The reason a record is unfinished, or None for a finished one."""
-    return ((record.model_extra or {}).get("stats") or {}).get("failed")
+    return stats_of(record).failed
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ class Failure:
 
     @classmethod
     def of(cls, record: Record) -> Failure:
-        stats = (record.model_extra or {}).get("stats") or {}
-        return cls(record.id, text_sha256(record.text), stats["failed"], stats.get("error", ""))
+        stats = stats_of(record)
+        if stats.failed is None:
+            raise ValueError(f"record {record.id!r} finished: it is no failure")
+        return cls(record.id, text_sha256(record.text), stats.failed, stats.error or "")
 
 
 def write_failures(path: Path, failures: Sequence[Failure]) -> None:

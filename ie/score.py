@@ -17,12 +17,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from ie.bootstrap import compare_systems
+from pydantic import BaseModel, Field
+
+from ie.bootstrap import PairedDifference, compare_systems
 from ie.config import load_config, resolve_config_path, score_options
 from ie.schema import Record, read_records
-from ie.scoring import RE_MODES, RecordMatch, check_same_texts, evaluate, match_records
+from ie.scoring import RE_MODES, MatchSummary, RecordMatch, Scores, check_same_texts, evaluate, match_records
+
+
+class Baseline(BaseModel):
+    """`--baseline`: its file, and `--pred` minus it on NER and on RE (`ie.bootstrap.compare_systems`)."""
+    path: str
+    difference: dict[str, PairedDifference]
+
+
+class ScoreReport(Scores):
+    """What the command reports (`--json`: its JSON form): `evaluate`'s scores, how the files paired up, and
+    the bootstrap against `--baseline` when given."""
+    match: MatchSummary
+    baseline: Baseline | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,31 +54,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def format_table(result: dict[str, Any]) -> str:
+def format_table(result: ScoreReport) -> str:
     """The result as a plain-text table, scores ×100."""
-    lines = [f"records: {result['records']}", *_match_lines(result["match"]),
+    lines = [f"records: {result.records}", *_match_lines(result.match),
              f"{'':24} {'P':>6} {'R':>6} {'F1':>6} {'tp':>6} {'fp':>6} {'fn':>6}"]
-    for task, title in (("ner", "NER (strict)"), ("re", f"RE ({result['re']['mode']})")):
+    for task, title in ((result.ner, "NER (strict)"), (result.re, f"RE ({result.re.mode})")):
         lines.append(title)
-        for name, c in [("micro", result[task]["micro"]), *result[task]["per_type"].items()]:
-            lines.append(f"  {name[:22]:22} {c['precision'] * 100:6.2f} {c['recall'] * 100:6.2f} "
-                         f"{c['f1'] * 100:6.2f} {c['tp']:6d} {c['fp']:6d} {c['fn']:6d}")
-    lines.append("NER errors: " + ", ".join(f"{k} {v}" for k, v in result["errors"].items()))
-    for task, d in result.get("baseline", {}).get("difference", {}).items():
-        lines.append(f"{task.upper()} F1 minus baseline: {d['difference'] * 100:+.2f} ({d['f1_b'] * 100:.2f} against "
-                     f"{d['f1_a'] * 100:.2f}), {d['confidence']:.0%} interval {d['low'] * 100:+.2f} to "
-                     f"{d['high'] * 100:+.2f}; not better in {d['p_not_better']:.1%} of {d['resamples']} resamples")
-    if "semeval" in result:
-        macro, micro = result["semeval"]["macro"], result["semeval"]["micro"]
+        for name, c in [("micro", task.micro), *task.per_type.items()]:
+            lines.append(f"  {name[:22]:22} {c.precision * 100:6.2f} {c.recall * 100:6.2f} "
+                         f"{c.f1 * 100:6.2f} {c.tp:6d} {c.fp:6d} {c.fn:6d}")
+    lines.append("NER errors: " + ", ".join(f"{k} {v}" for k, v in result.errors))
+    for name, d in (result.baseline.difference if result.baseline else {}).items():
+        lines.append(f"{name.upper()} F1 minus baseline: {d.difference * 100:+.2f} ({d.f1_b * 100:.2f} against "
+                     f"{d.f1_a * 100:.2f}), {d.confidence:.0%} interval {d.low * 100:+.2f} to "
+                     f"{d.high * 100:+.2f}; not better in {d.p_not_better:.1%} of {d.resamples} resamples")
+    if result.semeval:
+        macro, micro = result.semeval.macro, result.semeval.micro
         lines.append(f"SemEval official macro-F1 (9 relations, direction counted, Other excluded): "
-                     f"{macro['f1'] * 100:.2f}; micro-F1 {micro['f1'] * 100:.2f}")
+                     f"{macro.f1 * 100:.2f}; micro-F1 {micro.f1 * 100:.2f}")
     return "\n".join(lines)
 
 
-def _match_lines(match: dict[str, Any]) -> list[str]:
-    return [f"{what}: {match[key]['count']} (first: {', '.join(match[key]['first'])})"
-            for key, what in (("missing", "gold records with no prediction (scored as empty)"),
-                              ("extra", "prediction ids not in gold (ignored)")) if match[key]["count"]]
+def _match_lines(match: MatchSummary) -> list[str]:
+    return [f"{what}: {ids.count} (first: {', '.join(ids.first)})"
+            for ids, what in ((match.missing, "gold records with no prediction (scored as empty)"),
+                              (match.extra, "prediction ids not in gold (ignored)")) if ids.count]
 
 
 def check_match(match: RecordMatch, pred: list[Record], gold_path: str, pred_path: str) -> None:
@@ -98,21 +112,20 @@ def main(argv: list[str] | None = None) -> int:
         match = match_records(gold, pred)
         check_match(match, pred, args.gold, args.pred)
         schema = config.task_schema if config else None
-        result = evaluate(gold, pred, schema=schema, **options.model_dump())
-        result["match"] = match.as_dict()
+        scores = evaluate(gold, pred, schema=schema, **options.model_dump())
+        baseline = None
         if args.baseline:
             base = read_records(args.baseline)
             check_baseline(pred, base, args.pred, args.baseline)
-            difference = compare_systems(gold, base, pred, schema, options.re_mode, options.symmetric,
-                                         args.resamples, args.seed)
-            result["baseline"] = {"path": args.baseline,
-                                  "difference": {task: d.as_dict() for task, d in difference.items()}}
+            baseline = Baseline(path=args.baseline, difference=compare_systems(
+                gold, base, pred, schema, options.re_mode, options.symmetric, args.resamples, args.seed))
+        result = ScoreReport(**dict(scores), match=match.summary(), baseline=baseline)
     except (ValueError, OSError) as exc:  # ConfigError and RecordFormatError are ValueErrors
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    for line in _match_lines(result["match"]):
+    for line in _match_lines(result.match):
         print(f"warning: {line}", file=sys.stderr)
-    print(json.dumps(result, indent=2) if args.json else format_table(result))
+    print(json.dumps(result.as_dict(), indent=2) if args.json else format_table(result))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Strict scoring of predicted records against gold records: pure functions with dataclass outputs.
+"""Strict scoring of predicted records against gold records: pure functions with typed outputs.
 
 Matching rules (all of `evaluate`):
 - Records are paired by `id`. A gold record with no prediction scores as an empty prediction (all its
@@ -17,14 +17,17 @@ Matching rules (all of `evaluate`):
 - Direction counts for every relation type unless `symmetric=True`: then the types the schema marks
   `symmetric: true` are scored direction-free (head and tail put in a canonical order on both sides).
   SciERC's usual evaluation counts direction, so the default is off.
-All scores are fractions in [0, 1]; a ratio with a zero denominator is 0.
+All scores are fractions in [0, 1]; a ratio with a zero denominator is 0. `evaluate` returns `Scores`, a typed
+model whose JSON form (`as_dict`) is what `metrics.json` and `python -m ie.score --json` hold.
 """
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ie.config import TaskSchema
 from ie.schema import Entity, Record
@@ -58,22 +61,37 @@ class Counts:
     def f1(self) -> float:
         return _ratio(2 * self.precision * self.recall, self.precision + self.recall)
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {"precision": self.precision, "recall": self.recall, "f1": self.f1,
-                "tp": self.tp, "fp": self.fp, "fn": self.fn}
+    def prf(self) -> PRF:
+        """Its scores with the counts, as reports hold them."""
+        return PRF(precision=self.precision, recall=self.recall, f1=self.f1, tp=self.tp, fp=self.fp, fn=self.fn)
 
 
-@dataclass(frozen=True)
-class TaskScore:
-    micro: Counts
-    per_type: dict[str, Counts] = field(default_factory=dict)
+class PRF(BaseModel):
+    """Precision, recall and F1 with the counts they come from."""
+    model_config = ConfigDict(frozen=True)
+    precision: float
+    recall: float
+    f1: float
+    tp: int
+    fp: int
+    fn: int
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"micro": self.micro.as_dict(), "per_type": {t: c.as_dict() for t, c in self.per_type.items()}}
+
+class TaskScores(BaseModel):
+    """One task's micro scores and its scores per type."""
+    model_config = ConfigDict(frozen=True)
+    micro: PRF
+    per_type: dict[str, PRF] = Field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class NerErrors:
+class RelationScores(TaskScores):
+    """RE scores, with how relations were matched: `mode` (see `RE_MODES`) and the types scored without
+    direction."""
+    mode: ReMode
+    symmetric_types: list[str]
+
+
+class NerErrors(BaseModel):
     """The NER error taxonomy (CrossAgentIE, Table 8). Each false-positive entity falls in exactly one of the
     first four classes, tried in this order, where "overlaps" means the character spans share a character:
     - `wrong_type`: a gold entity has exactly its span, with another type;
@@ -83,16 +101,12 @@ class NerErrors:
     Each false-negative gold entity that no false-positive entity overlaps is `missing`; the other false
     negatives are the gold side of a boundary/type error already counted once from the prediction side.
     So `wrong_type + boundary + boundary_and_type + spurious == fp` and `missing <= fn`."""
-
-    wrong_type: int = 0
+    model_config = ConfigDict(frozen=True)
     boundary: int = 0
+    wrong_type: int = 0
     boundary_and_type: int = 0
-    spurious: int = 0
     missing: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {"boundary": self.boundary, "wrong_type": self.wrong_type,
-                "boundary_and_type": self.boundary_and_type, "missing": self.missing, "spurious": self.spurious}
+    spurious: int = 0
 
 
 def pair_records(gold: list[Record], pred: list[Record]) -> tuple[list[RecordPair], list[str]]:
@@ -122,10 +136,24 @@ class RecordMatch:
     missing: list[str]
     extra: list[str]
 
-    def as_dict(self, first: int = 5) -> dict[str, Any]:
-        return {"matched": self.matched,
-                "missing": {"count": len(self.missing), "first": self.missing[:first]},
-                "extra": {"count": len(self.extra), "first": self.extra[:first]}}
+    def summary(self, first: int = 5) -> MatchSummary:
+        return MatchSummary(matched=self.matched, missing=IdSample(count=len(self.missing), first=self.missing[:first]),
+                            extra=IdSample(count=len(self.extra), first=self.extra[:first]))
+
+
+class IdSample(BaseModel):
+    """How many ids, and the first few."""
+    model_config = ConfigDict(frozen=True)
+    count: int
+    first: list[str]
+
+
+class MatchSummary(BaseModel):
+    """`RecordMatch` as a report shows it: the ids missing and extra counted, the first few listed."""
+    model_config = ConfigDict(frozen=True)
+    matched: int
+    missing: IdSample
+    extra: IdSample
 
 
 def match_records(gold: list[Record], pred: list[Record]) -> RecordMatch:
@@ -166,7 +194,7 @@ def relation_keys(record: Record | None, mode: ReMode = "strict", symmetric: fro
 
 
 def score_sets(pairs: Iterable[tuple[set, set]], type_of: Callable[[Any], str],
-               types: Iterable[str] = ()) -> TaskScore:
+               types: Iterable[str] = ()) -> TaskScores:
     """Micro and per-type counts over (gold keys, predicted keys) per record; `types` are always listed."""
     tp, fp, fn = Counter(), Counter(), Counter()
     for gold, pred in pairs:
@@ -174,9 +202,8 @@ def score_sets(pairs: Iterable[tuple[set, set]], type_of: Callable[[Any], str],
         fp.update(type_of(k) for k in pred - gold)
         fn.update(type_of(k) for k in gold - pred)
     names = list(dict.fromkeys([*types, *sorted(tp | fp | fn)]))
-    per_type = {t: Counts(tp[t], fp[t], fn[t]) for t in names}
     micro = Counts(sum(tp.values()), sum(fp.values()), sum(fn.values()))
-    return TaskScore(micro, per_type)
+    return TaskScores(micro=micro.prf(), per_type={t: Counts(tp[t], fp[t], fn[t]).prf() for t in names})
 
 
 def _overlaps(a: EntityKey, b: EntityKey) -> bool:
@@ -210,22 +237,32 @@ def symmetric_types(schema: TaskSchema | None) -> frozenset[str]:
     return frozenset(name for name, spec in schema.relation_types.items() if spec.symmetric)
 
 
-@dataclass(frozen=True)
-class SemEvalScore:
+class MacroScores(BaseModel):
+    """Precision, recall and F1, each the mean over the relations scored."""
+    model_config = ConfigDict(frozen=True)
+    precision: float
+    recall: float
+    f1: float
+
+
+class SemEvalScores(BaseModel):
     """Official SemEval-2010 Task 8 scores (scorer v1.2, "(9+1)-way, directionality taken into account"):
     per relation R, tp = examples labelled R with the right direction; precision's denominator is every
     prediction of R in either direction, recall's every gold R. Macro = the mean over the relations present in
     gold, `Other` excluded (the official score is `macro.f1`); micro sums the same counts."""
+    model_config = ConfigDict(frozen=True)
+    macro: MacroScores
+    micro: PRF
+    per_relation: dict[str, PRF]
 
-    per_relation: dict[str, Counts]
-
-    def as_dict(self) -> dict[str, Any]:
-        n = len(self.per_relation)
-        macro = {name: _ratio(sum(getattr(c, name) for c in self.per_relation.values()), n)
+    @classmethod
+    def of(cls, per_relation: dict[str, Counts]) -> SemEvalScores:
+        n = len(per_relation)
+        macro = {name: _ratio(sum(getattr(c, name) for c in per_relation.values()), n)
                  for name in ("precision", "recall", "f1")}
-        micro = Counts(*(sum(getattr(c, k) for c in self.per_relation.values()) for k in ("tp", "fp", "fn")))
-        return {"macro": macro, "micro": micro.as_dict(),
-                "per_relation": {r: c.as_dict() for r, c in self.per_relation.items()}}
+        micro = Counts(*(sum(getattr(c, k) for c in per_relation.values()) for k in ("tp", "fp", "fn")))
+        return cls(macro=MacroScores(**macro), micro=micro.prf(),
+                   per_relation={r: c.prf() for r, c in per_relation.items()})
 
 
 def semeval_label(gold: Record, pred: Record | None) -> str:
@@ -242,7 +279,7 @@ def semeval_label(gold: Record, pred: Record | None) -> str:
     return min(found)[2] if found else SEMEVAL_OTHER
 
 
-def semeval_score(pairs: list[RecordPair]) -> SemEvalScore:
+def semeval_score(pairs: list[RecordPair]) -> SemEvalScores:
     """Score (gold, prediction) pairs of SemEval records (entities 0 and 1 are e1 and e2)."""
     labels = [(semeval_label(g, g), semeval_label(g, p)) for g, p in pairs]
 
@@ -256,7 +293,7 @@ def semeval_score(pairs: list[RecordPair]) -> SemEvalScore:
         predicted = sum(1 for _, p in labels if coarse(p) == r)
         actual = sum(1 for g, _ in labels if coarse(g) == r)
         per_relation[r] = Counts(tp, predicted - tp, actual - tp)
-    return SemEvalScore(per_relation)
+    return SemEvalScores.of(per_relation)
 
 
 def keyed_pairs(pairs: list[RecordPair], re_mode: ReMode = "strict", symmetric: frozenset[str] = frozenset()
@@ -269,24 +306,37 @@ def keyed_pairs(pairs: list[RecordPair], re_mode: ReMode = "strict", symmetric: 
     return ner, re
 
 
+class Scores(BaseModel):
+    """What `evaluate` finds: NER and RE scores, the NER error taxonomy, the gold records scored and the
+    predictions not paired with one, and with `semeval` the official SemEval-2010 Task 8 metric."""
+    model_config = ConfigDict(frozen=True)
+    ner: TaskScores
+    re: RelationScores
+    errors: NerErrors
+    records: int
+    unmatched_predictions: int
+    semeval: SemEvalScores | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its JSON form: `{"ner", "re", "errors", "records", "unmatched_predictions"[, "semeval"]}`."""
+        return self.model_dump(mode="json")
+
+
 def evaluate(gold: list[Record], pred: list[Record], schema: TaskSchema | None = None,
-             re_mode: ReMode = "strict", symmetric: bool = False, semeval: bool = False) -> dict[str, Any]:
+             re_mode: ReMode = "strict", symmetric: bool = False, semeval: bool = False) -> Scores:
     """NER and RE scores, the NER error taxonomy and, with `semeval=True`, the official SemEval-2010 Task 8
-    metric (`semeval_score`). `schema` lists every entity/relation type in `per_type`, even unseen ones.
-    Returns `{"ner", "re", "errors", "records", "unmatched_predictions"[, "semeval"]}`."""
+    metric (`semeval_score`). `schema` lists every entity/relation type in `per_type`, even unseen ones."""
     pairs, unmatched = pair_records(gold, pred)
     sym = symmetric_types(schema) if symmetric else frozenset()
     ner_pairs, re_pairs = keyed_pairs(pairs, re_mode, sym)
     entity_types = schema.entity_types if schema else ()
     relation_types = schema.relation_types if schema else ()
-    result: dict[str, Any] = {
-        "ner": score_sets(ner_pairs, lambda k: k[2], entity_types).as_dict(),
-        "re": {**score_sets(re_pairs, lambda k: k[1], relation_types).as_dict(),
-               "mode": re_mode, "symmetric_types": sorted(sym)},
-        "errors": ner_errors(ner_pairs).as_dict(),
-        "records": len(gold),
-        "unmatched_predictions": len(unmatched),
-    }
-    if semeval:
-        result["semeval"] = semeval_score(pairs).as_dict()
-    return result
+    return Scores(
+        ner=score_sets(ner_pairs, lambda k: k[2], entity_types),
+        re=RelationScores(**dict(score_sets(re_pairs, lambda k: k[1], relation_types)), mode=re_mode,
+                          symmetric_types=sorted(sym)),
+        errors=ner_errors(ner_pairs),
+        records=len(gold),
+        unmatched_predictions=len(unmatched),
+        semeval=semeval_score(pairs) if semeval else None,
+    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from ie.record_stats import stats_of
 from ie.schema import Record
+from ie.scoring import Scores
 
 
 @dataclass(frozen=True)
@@ -25,18 +26,18 @@ class RunSummary:
 
     @classmethod
     def of(cls, what: str, total: int, labelled: Sequence[Record], failed: int,
-           metrics: Mapping[str, Any] | None = None, outputs: Mapping[str, Path] | None = None) -> RunSummary:
+           metrics: Scores | None = None, outputs: Mapping[str, Path] | None = None) -> RunSummary:
         """From the finished records' `stats` and, when gold exists, `ie.scoring.evaluate`'s result."""
-        stats = [(r.model_extra or {}).get("stats") or {} for r in labelled]
+        stats = [stats_of(r) for r in labelled]
         n = max(len(labelled), 1)
-        calls = sum(s.get("calls", 0) for s in stats)
-        tokens = sum(s.get("prompt_tokens", 0) + s.get("completion_tokens", 0) for s in stats)
+        calls = sum(s.calls for s in stats)
+        tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)
         ner = re_f1 = None
         re_mode = "strict"
         if metrics is not None:
-            ner = 100 * metrics["ner"]["micro"]["f1"]
-            if metrics["re"]["per_type"]:
-                re_f1, re_mode = 100 * metrics["re"]["micro"]["f1"], metrics["re"]["mode"]
+            ner = 100 * metrics.ner.micro.f1
+            if metrics.re.per_type:
+                re_f1, re_mode = 100 * metrics.re.micro.f1, metrics.re.mode
         return cls(what, total, len(labelled), failed, calls / n, tokens / n, ner, re_f1, re_mode, dict(outputs or {}))
 
     def lines(self) -> list[str]:

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ie.record_stats import RecordStats, stats_of
 from ie.schema import Entity, Record, Relation
 
 log = logging.getLogger("ie.windows")
@@ -225,19 +226,19 @@ def merge_windows(record: Record, windows: Sequence[Window], labelled: Sequence[
                   relations=[relations[k] for k in sorted(relations)])
 
 
-def merge_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The windows' `stats` as one: numbers summed, flags or-ed, anything else (an error text) the first that is
-    not None."""
+def merge_stats(stats: Sequence[RecordStats]) -> RecordStats:
+    """The windows' `stats` as one: counts and times summed, `cached` or-ed, a text (`failed`, `error`) the
+    first window's that has one; what no window set stays unset."""
     out: dict[str, Any] = {}
     for s in stats:
-        for key, value in s.items():
+        for key, value in s.as_dict().items():
             if out.get(key) is None:
                 out[key] = value
             elif isinstance(value, bool):
                 out[key] = out[key] or value
-            elif isinstance(value, int | float) and isinstance(out[key], int | float):
+            elif isinstance(value, int | float):
                 out[key] = round(out[key] + value, 6)
-    return out
+    return RecordStats.model_validate(out)
 
 
 async def label_in_windows(record: Record, budget: int | None, label: Callable[[Record], Awaitable[Record]],
@@ -252,8 +253,9 @@ async def label_in_windows(record: Record, budget: int | None, label: Callable[[
     parts = await asyncio.gather(*(label(w.record) for w in windows))
     merged = merge_windows(record, windows, parts)
     extras = [p.model_extra or {} for p in parts]
-    stats = {**merge_stats([x.get("stats") or {} for x in extras]), "windows": len(windows)}
+    stats = merge_stats([stats_of(p) for p in parts])
+    stats.windows = len(windows)
     listed = [{"start": w.start, "end": w.end, **{k: v for k, v in x.items() if k not in ("stats", "tokens")}}
               for w, x in zip(windows, extras, strict=True)]
     kept = {k: v for k, v in (record.model_extra or {}).items() if k == "tokens"}
-    return Record(**merged.model_dump(exclude_none=True), **kept, stats=stats, windows=listed)
+    return Record(**merged.model_dump(exclude_none=True), **kept, stats=stats.as_dict(), windows=listed)

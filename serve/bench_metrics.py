@@ -1,12 +1,17 @@
-"""Pure bench metrics: one `MethodMetrics` per method from its predictions, per-record stats and wall time."""
+"""Pure bench metrics: one `MethodMetrics` per method from its predictions, per-record stats and wall time, and
+the teacher target's verdict on two of them; `bench.json` holds their JSON form (`as_dict`)."""
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, Field, computed_field
+
+from ie.record_stats import stats_of
 from ie.schema import Record
+from ie.scoring import Scores
 
 
 @dataclass(frozen=True)
@@ -23,8 +28,9 @@ class Price:
                 + completion_tokens * self.output) / 1e6
 
 
-@dataclass
-class MethodMetrics:
+class MethodMetrics(BaseModel):
+    """One method's bench row: scores ×100, per-sentence cost, latency, throughput and price, and its `ratios`
+    to the reference row (`add_ratios`)."""
     method: str
     model: str
     sentences: int
@@ -44,20 +50,22 @@ class MethodMetrics:
     usd_per_1k_sentences: float
     cached_calls_fraction: float
     failed_calls: int
-    ratios: dict[str, float] = field(default_factory=dict)
+    ratios: dict[str, float] = Field(default_factory=dict)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def tokens_per_sentence(self) -> float:
         return self.prompt_tokens_per_sentence + self.completion_tokens_per_sentence
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def new_tokens_per_sentence(self) -> float:
         """Tokens the server computed: prompt tokens not reused from its prefix cache, plus completions."""
         return self.tokens_per_sentence - self.prefix_cached_tokens_per_sentence
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tokens_per_sentence": self.tokens_per_sentence,
-                "new_tokens_per_sentence": self.new_tokens_per_sentence}
+        """Its JSON form, a row of `bench.json` (the two token sums included)."""
+        return self.model_dump(mode="json")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -70,27 +78,23 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def record_stat(record: Record, key: str) -> float:
-    stats = (record.model_extra or {}).get("stats") or {}
-    return float(stats.get(key, 0) or 0)
-
-
 def calculate_metrics(
-    method: str, model: str, scores: dict[str, Any], preds: Sequence[Record], wall_s: float, price: Price
+    method: str, model: str, scores: Scores, preds: Sequence[Record], wall_s: float, price: Price
 ) -> MethodMetrics:
-    """`scores` is `ie.scoring.evaluate(...)` output; `preds` carry `stats` (calls, tokens, wall_s) per record."""
+    """`scores`: `ie.scoring.evaluate(...)`; `preds` carry `stats` (calls, tokens, wall_s) per record."""
     n = max(len(preds), 1)
-    calls = sum(record_stat(r, "calls") for r in preds)
-    cached = sum(record_stat(r, "cached_calls") for r in preds)
-    prompt = sum(record_stat(r, "prompt_tokens") for r in preds)
-    completion = sum(record_stat(r, "completion_tokens") for r in preds)
-    prefix_cached = sum(record_stat(r, "prefix_cached_tokens") for r in preds)
-    latencies = [record_stat(r, "wall_s") for r in preds]
-    ner, rel = scores["ner"]["micro"], scores["re"]["micro"]
+    stats = [stats_of(r) for r in preds]
+    calls = sum(s.calls for s in stats)
+    cached = sum(s.cached_calls for s in stats)
+    prompt = sum(s.prompt_tokens for s in stats)
+    completion = sum(s.completion_tokens for s in stats)
+    prefix_cached = sum(s.prefix_cached_tokens for s in stats)
+    latencies = [s.wall_s for s in stats]
+    ner, rel = scores.ner.micro, scores.re.micro
     return MethodMetrics(
         method=method, model=model, sentences=len(preds),
-        ner_p=100 * ner["precision"], ner_r=100 * ner["recall"], ner_f1=100 * ner["f1"],
-        re_p=100 * rel["precision"], re_r=100 * rel["recall"], re_f1=100 * rel["f1"],
+        ner_p=100 * ner.precision, ner_r=100 * ner.recall, ner_f1=100 * ner.f1,
+        re_p=100 * rel.precision, re_r=100 * rel.recall, re_f1=100 * rel.f1,
         calls_per_sentence=calls / n,
         prompt_tokens_per_sentence=prompt / n,
         completion_tokens_per_sentence=completion / n,
@@ -99,7 +103,7 @@ def calculate_metrics(
         throughput_sentences_per_s=len(preds) / wall_s if wall_s > 0 else 0.0,
         usd_per_1k_sentences=1000 * price.cost(prompt / n, completion / n, prefix_cached / n),
         cached_calls_fraction=cached / calls if calls else 0.0,
-        failed_calls=int(sum(record_stat(r, "failed_calls") for r in preds)),
+        failed_calls=sum(s.failed_calls for s in stats),
     )
 
 
@@ -129,15 +133,31 @@ NER_F1_GAIN_TARGET = 5.0
 TOKEN_RATIO_TARGET = 4.0
 
 
+class TeacherTarget(BaseModel):
+    """`method` against `baseline` on the target's terms: the NER F1 gain in points, the ratios of new tokens,
+    of tokens in full and of $ a sentence, and whether the target is `met`."""
+    method: str
+    baseline: str
+    ner_f1_gain: float
+    new_tokens_ratio: float
+    tokens_ratio_in_full: float
+    usd_ratio: float
+    met: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its JSON form, `bench.json`'s `teacher_target`."""
+        return self.model_dump(mode="json")
+
+
 def teacher_target(rows: Sequence[MethodMetrics], method: str = "crossagentie", baseline: str = "direct"
-                   ) -> dict[str, Any] | None:
+                   ) -> TeacherTarget | None:
     """`method` against `baseline` on the target's terms; None unless both rows are there."""
     by_name = {r.method: r for r in rows}
     ours, base = by_name.get(method), by_name.get(baseline)
     if ours is None or base is None:
         return None
     gain, new_tokens = ours.ner_f1 - base.ner_f1, ratio(ours, base, "new_tokens_per_sentence")
-    return {"method": method, "baseline": baseline, "ner_f1_gain": gain,
-            "new_tokens_ratio": new_tokens, "tokens_ratio_in_full": ratio(ours, base, "tokens_per_sentence"),
-            "usd_ratio": ratio(ours, base, "usd_per_1k_sentences"),
-            "met": gain >= NER_F1_GAIN_TARGET and new_tokens <= TOKEN_RATIO_TARGET}
+    return TeacherTarget(method=method, baseline=baseline, ner_f1_gain=gain, new_tokens_ratio=new_tokens,
+                         tokens_ratio_in_full=ratio(ours, base, "tokens_per_sentence"),
+                         usd_ratio=ratio(ours, base, "usd_per_1k_sentences"),
+                         met=gain >= NER_F1_GAIN_TARGET and new_tokens <= TOKEN_RATIO_TARGET)

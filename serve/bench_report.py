@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from serve.bench_metrics import NER_F1_GAIN_TARGET, TOKEN_RATIO_TARGET, MethodMetrics
+from serve.bench_metrics import NER_F1_GAIN_TARGET, TOKEN_RATIO_TARGET, MethodMetrics, TeacherTarget
 
 # CrossAgentIE paper, Table (CoNLL04 NER F1, GPT-3.5 backbone): a different, far larger model; for reference.
 PAPER_CONLL04_NER_F1 = {"direct": 58.13, "self-consistency": 60.48, "type-agents": 55.73,
@@ -39,17 +39,17 @@ def markdown_table(rows: Sequence[MethodMetrics]) -> str:
     return "\n".join(lines)
 
 
-def target_lines(target: dict[str, Any]) -> list[str]:
-    verdict = "met" if target["met"] else "not met"
+def target_lines(target: TeacherTarget) -> list[str]:
+    verdict = "met" if target.met else "not met"
     return [f"## Teacher target: {verdict}", "",
-            f"`{target['method']}` against `{target['baseline']}`: NER F1 {target['ner_f1_gain']:+.2f} points "
-            f"(target at least +{NER_F1_GAIN_TARGET:g}), {target['new_tokens_ratio']:.2f}× the new tokens a sentence "
-            f"(target at most {TOKEN_RATIO_TARGET:g}×); {target['tokens_ratio_in_full']:.2f}× the tokens counted in "
-            f"full, {target['usd_ratio']:.2f}× the $ per sentence."]
+            f"`{target.method}` against `{target.baseline}`: NER F1 {target.ner_f1_gain:+.2f} points "
+            f"(target at least +{NER_F1_GAIN_TARGET:g}), {target.new_tokens_ratio:.2f}× the new tokens a sentence "
+            f"(target at most {TOKEN_RATIO_TARGET:g}×); {target.tokens_ratio_in_full:.2f}× the tokens counted in "
+            f"full, {target.usd_ratio:.2f}× the $ per sentence."]
 
 
 def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, Any],
-                   target: dict[str, Any] | None = None) -> None:
+                   target: TeacherTarget | None = None) -> None:
     notes = [f"- {k}: {v}" for k, v in header.items()]
     text = ("# Bench\n\n" + "\n".join(notes) + "\n\n" + markdown_table(rows) + "\n\n"
             "Ratios (×) are to the `crossagentie` row. 'new tokens' are what the server computed: prompt tokens "
@@ -85,13 +85,14 @@ def write_plot(path: Path, rows: Sequence[MethodMetrics]) -> None:
 def summary_lines(bench: dict[str, Any], out: Path) -> list[str]:
     """The few lines the bench ends with, from its `bench.json` content: one per method, the target's verdict
     and where the table is."""
-    lines = [f"bench: {len(bench['rows'])} methods on {bench['sentences']} sentences of {bench['dataset']}"]
-    lines += [f"  {r['method']}: NER F1 {r['ner_f1']:.1f}, RE F1 {r['re_f1']:.1f}; per sentence "
-              f"{r['calls_per_sentence']:.1f} calls, {r['tokens_per_sentence']:,.0f} tokens, "
-              f"p50 {r['latency_p50_s']:.2f} s" for r in bench["rows"]]
-    target = bench.get("teacher_target")
-    if target is not None:
-        lines.append(f"  teacher target ({target['method']} against {target['baseline']}): "
-                     f"{'met' if target['met'] else 'not met'}")
+    rows = [MethodMetrics.model_validate(r) for r in bench["rows"]]
+    lines = [f"bench: {len(rows)} methods on {bench['sentences']} sentences of {bench['dataset']}"]
+    lines += [f"  {r.method}: NER F1 {r.ner_f1:.1f}, RE F1 {r.re_f1:.1f}; per sentence "
+              f"{r.calls_per_sentence:.1f} calls, {r.tokens_per_sentence:,.0f} tokens, "
+              f"p50 {r.latency_p50_s:.2f} s" for r in rows]
+    if bench.get("teacher_target") is not None:
+        target = TeacherTarget.model_validate(bench["teacher_target"])
+        lines.append(f"  teacher target ({target.method} against {target.baseline}): "
+                     f"{'met' if target.met else 'not met'}")
     lines.append(f"  table: {out / 'bench.md'} (also bench.json, bench.png)")
     return lines

@@ -14,14 +14,37 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from ie.config import DatasetConfig, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.llm.local import ensure_endpoint
+from ie.record_stats import stats_of
 from ie.schema import Record, read_records, write_records
 from serve.bench_config import BenchConfig, write_json
 from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics, teacher_target
 from serve.bench_report import write_markdown, write_plot
+
+
+class Overhead(BaseModel):
+    """What the toolkit costs over the server alone (`measure_overhead`): the teacher's wall time, the replay's
+    of the same calls, how many were replayed, and the share of the wall time that is the toolkit's."""
+    teacher_wall_s: float
+    replay_wall_s: float
+    replayed_calls: int
+    overhead_fraction: float
+
+
+class MeasuredRow(BaseModel):
+    """`rows/<method>.json`: a method's measurement, reused by a later bench with the same `settings`; its
+    scores are recomputed from `predictions/<method>.jsonl`."""
+    settings: dict[str, Any]
+    wall_s: float
+    model: str
+    measured_at: str
+    fresh: bool
+    overhead: Overhead | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def _row_path(out: Path, method: str) -> Path:
@@ -53,17 +76,16 @@ class PartialRow:
 
     def wall_s(self, ids: Sequence[str]) -> float:
         """The measured wall time of the finished records among `ids`."""
-        return sum(float((self.done[i].model_extra or {}).get("stats", {}).get("wall_s", 0.0))
-                   for i in ids if i in self.done)
+        return sum(stats_of(self.done[i]).wall_s for i in ids if i in self.done)
 
 
-def reusable_row(out: Path, method: str, cfg: BenchConfig) -> dict[str, Any] | None:
+def reusable_row(out: Path, method: str, cfg: BenchConfig) -> MeasuredRow | None:
     """A row measured earlier with the same settings, unless --fresh."""
     path = _row_path(out, method)
     if cfg.fresh or not path.exists():
         return None
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    return saved if saved.get("settings") == cfg.settings_key(method) else None
+    saved = MeasuredRow.model_validate_json(path.read_text(encoding="utf-8"))
+    return saved if saved.settings == cfg.settings_key(method) else None
 
 
 def price_for(dataset: DatasetConfig, cfg: BenchConfig, model: str) -> tuple[str, Price]:
@@ -130,12 +152,12 @@ def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:
 
 
 async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record], dataset: DatasetConfig,
-                              cfg: BenchConfig, out: Path) -> dict[str, dict]:
+                              cfg: BenchConfig, out: Path) -> dict[str, MeasuredRow]:
     """method -> its saved row; each row is saved as soon as its method finishes, so a stopped bench keeps it."""
     from teacher.config import TeacherConfig
     from teacher.runner import label_records
 
-    rows: dict[str, dict] = {}
+    rows: dict[str, MeasuredRow] = {}
     with ensure_endpoint(cfg.model_name if cfg.endpoint else cfg.model, cfg.endpoint, api_key_env=cfg.api_key_env,
                          **({} if cfg.endpoint else {"n_parallel": cfg.concurrency, "threads": cfg.threads})) as ep:
         client = _client(ep, cfg, out, "teacher")
@@ -147,8 +169,8 @@ async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record],
                 preds, wall = await resumed(out, method, cfg, records, functools.partial(
                     label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg,
                     mentions=dataset.mentions))
-                extra = {"overhead": await measure_overhead(ep, preds, wall, cfg.concurrency)} if cfg.overhead else {}
-                rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, extra)
+                overhead = await measure_overhead(ep, preds, wall, cfg.concurrency) if cfg.overhead else None
+                rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, overhead)
         finally:
             await client.aclose()
     return rows
@@ -167,11 +189,10 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
             preds, wall = await resumed(out, "student", cfg, records, extractor.extract_batch)
         finally:
             await client.aclose()
-    return list(preds), wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", {}
+    return list(preds), wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", None
 
 
-async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, concurrency: int
-                           ) -> dict[str, float]:
+async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, concurrency: int) -> Overhead:
     """Replay the run's fresh calls as plain requests of the same prompt/completion size, straight to the
     server, with the same concurrency; the gap to the teacher's wall time is what the toolkit costs."""
     from openai import AsyncOpenAI
@@ -189,27 +210,27 @@ async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, c
 
     _, replay_wall = await _timed(asyncio.gather(*(replay(i, c) for i, c in enumerate(calls))))
     await sdk.close()
-    return {"teacher_wall_s": round(wall, 3), "replay_wall_s": round(replay_wall, 3), "replayed_calls": len(calls),
-            "overhead_fraction": round((wall - replay_wall) / wall, 4) if wall else 0.0}
+    return Overhead(teacher_wall_s=round(wall, 3), replay_wall_s=round(replay_wall, 3), replayed_calls=len(calls),
+                    overhead_fraction=round((wall - replay_wall) / wall, 4) if wall else 0.0)
 
 
 def _save_row(out: Path, method: str, cfg: BenchConfig, preds: list[Record], wall: float, model: str,
-              extra: dict[str, Any]) -> dict:
+              overhead: Overhead | None) -> MeasuredRow:
     write_records(out / "predictions" / f"{method}.jsonl", preds)
-    row = {"settings": cfg.settings_key(method), "wall_s": wall, "model": model,
-           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "fresh": cfg.fresh, **extra}
-    write_json(_row_path(out, method), row)
+    row = MeasuredRow(settings=cfg.settings_key(method), wall_s=wall, model=model,
+                      measured_at=time.strftime("%Y-%m-%dT%H:%M:%S"), fresh=cfg.fresh, overhead=overhead)
+    write_json(_row_path(out, method), row.model_dump(mode="json"))
     return row
 
 
-def _metrics(method: str, row: dict, gold: list[Record], out: Path, dataset: DatasetConfig, cfg: BenchConfig
-             ) -> MethodMetrics:
+def _metrics(method: str, row: MeasuredRow, gold: list[Record], out: Path, dataset: DatasetConfig,
+             cfg: BenchConfig) -> MethodMetrics:
     from ie.scoring import evaluate
 
     preds = read_records(out / "predictions" / f"{method}.jsonl")
     scores = evaluate(gold, preds, dataset.task_schema, **score_options(dataset).model_dump())
-    _, price = price_for(dataset, cfg, row["model"])
-    return calculate_metrics(method, row["model"], scores, preds, row["wall_s"], price)
+    _, price = price_for(dataset, cfg, row.model)
+    return calculate_metrics(method, row.model, scores, preds, row.wall_s, price)
 
 
 async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
@@ -231,13 +252,14 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
     sentences = f"{cfg.offset + 1}-{cfg.offset + len(gold)}"
     header = {"dataset": f"{dataset.name} {cfg.split} {sentences}", "sentences": len(gold), "priced as": price_name,
               "concurrency": cfg.concurrency,
-              "rows measured": {m: f"{rows[m]['measured_at']} ({'fresh, no cache' if rows[m]['fresh'] else 'cache on'})"
+              "rows measured": {m: f"{rows[m].measured_at} ({'fresh, no cache' if rows[m].fresh else 'cache on'})"
                                 for m in cfg.methods}}
-    overhead = {m: rows[m]["overhead"] for m in cfg.methods if "overhead" in rows[m]}
+    overhead = {m: o.model_dump(mode="json") for m in cfg.methods if (o := rows[m].overhead)}
     if overhead:
         header["orchestration overhead"] = overhead
     target = teacher_target(metrics)
-    write_json(out / "bench.json", {**header, "rows": [m.as_dict() for m in metrics], "teacher_target": target})
+    write_json(out / "bench.json", {**header, "rows": [m.as_dict() for m in metrics],
+                                    "teacher_target": target.as_dict() if target else None})
     write_markdown(out / "bench.md", metrics, header, target)
     write_plot(out / "bench.png", metrics)
     return out

@@ -13,7 +13,6 @@ where report.md is. Library log lines (httpx, openai) show only with --verbose.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 
@@ -35,13 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
 def summary(cfg: TeacherConfig, failed: int) -> str:
     """The run folder's outcome for the configured records (those labelled by earlier runs of it included)."""
     from ie.config import resolve_config_path
+    from ie.scoring import Scores
     from ie.summary import RunSummary
     from teacher.runner import PREDICTIONS, finished, load_records
 
     out = cfg.out_dir
     records, _ = load_records(cfg, resolve_config_path(cfg.config))
     scored = (out / "metrics.json").exists() and not failed
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8")) if scored else None
+    metrics = Scores.model_validate_json((out / "metrics.json").read_text(encoding="utf-8")) if scored else None
     outputs = {"report": out / "report.md"} if scored else {}
     return RunSummary.of(f"teacher {cfg.method}", len(records), finished(out / PREDICTIONS, records), failed,
                          metrics, {**outputs, "predictions": out / PREDICTIONS}).text()

@@ -17,6 +17,7 @@ from ie.llm.choice import ChoiceScores
 from ie.llm.client import LLMClient
 from ie.llm.types import Completion, SamplingParams, TransportError, Usage
 from ie.mentions import MentionProfile, MentionRules
+from ie.record_stats import RecordStats
 from ie.schema import Record
 from teacher.config import TeacherConfig
 from teacher.templates import render
@@ -59,31 +60,6 @@ class Transcript(BaseModel):
     def as_dict(self) -> dict[str, Any]:
         """Its JSON form, as the record's `debate` holds it."""
         return self.model_dump(mode="json")
-
-
-class RecordStats(BaseModel):
-    """The record's `stats` extra: usage, failures, conflicts, routing and time of its labelling; `failed` (the
-    reason) and `error` for a record that did not finish (see `ie.failures`), `windows` for one labelled in
-    windows (see `ie.windows`)."""
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    prefix_cached_tokens: int = 0
-    failed_calls: int = 0
-    truncated_calls: int = 0
-    ungrounded_items: int = 0
-    conflicts: int = 0
-    unresolved_conflicts: int = 0
-    agents_skipped_by_routing: int = 0
-    wall_s: float = 0.0
-    failed: str | None = None
-    error: str | None = None
-    windows: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Its JSON form, as the record's `stats` holds it (absent keys: not set)."""
-        return self.model_dump(mode="json", exclude_none=True)
 
 
 class RecordContext:

@@ -11,7 +11,9 @@ from statistics import mean
 from typing import Any
 
 from ie.config import DatasetConfig, score_options
+from ie.record_stats import stats_of
 from ie.schema import Record
+from ie.scoring import PRF, Scores, TaskScores, evaluate
 from teacher.config import TeacherConfig
 
 COST_KEYS = ("calls", "cached_calls", "failed_calls", "prompt_tokens", "completion_tokens", "ungrounded_items",
@@ -20,10 +22,10 @@ COST_KEYS = ("calls", "cached_calls", "failed_calls", "prompt_tokens", "completi
 
 def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
     """Totals and per-record means of the teacher's own stats (pure)."""
-    stats = [(r.model_extra or {}).get("stats", {}) for r in predictions]
+    stats = [stats_of(r) for r in predictions]
     debates = [(r.model_extra or {}).get("debate", {}) for r in predictions]
     n = max(len(predictions), 1)
-    totals = {k: sum(s.get(k, 0) for s in stats) for k in COST_KEYS}
+    totals = {k: sum(getattr(s, k) for s in stats) for k in COST_KEYS}
     conflicts = [c for d in debates for c in d.get("conflicts", [])]
     rounds = [a for d in debates for a in d.get("alignment", [])]
     return {
@@ -39,7 +41,7 @@ def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
         "extents": {"checked": sum(len(d.get("extents", [])) for d in debates),
                     "trimmed": sum(bool(e["trimmed_to"]) for d in debates for e in d.get("extents", []))},
         "routing": {"records": sum(bool(d.get("routing")) for d in debates),
-                    "agents_skipped": sum(s.get("agents_skipped_by_routing", 0) for s in stats),
+                    "agents_skipped": sum(s.agents_skipped_by_routing for s in stats),
                     "fallbacks": sum(bool((d.get("routing") or {}).get("fallback")) for d in debates)},
         "notes": dict(Counter(note for d in debates for note in d.get("notes", []) if "skipped" not in note)),
         "mean_record_confidence": round(mean((r.model_extra or {}).get("confidence", 0.0) for r in predictions), 4)
@@ -47,15 +49,21 @@ def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
     }
 
 
-def _prf(counts: dict[str, Any]) -> str:
-    return (f"{100 * counts['precision']:.1f} | {100 * counts['recall']:.1f} | {100 * counts['f1']:.1f} | "
-            f"{counts['tp']} | {counts['fp']} | {counts['fn']}")
+class TeacherMetrics(Scores):
+    """`metrics.json`: the scores against gold (`ie.scoring.evaluate`) and the teacher's own (`run_summary`,
+    with the gold types routing kept)."""
+    teacher: dict[str, Any]
 
 
-def _score_table(title: str, task: dict[str, Any]) -> list[str]:
+def _prf(counts: PRF) -> str:
+    return (f"{100 * counts.precision:.1f} | {100 * counts.recall:.1f} | {100 * counts.f1:.1f} | "
+            f"{counts.tp} | {counts.fp} | {counts.fn}")
+
+
+def _score_table(title: str, task: TaskScores) -> list[str]:
     lines = [f"## {title}", "", "| type | P | R | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|",
-             f"| **micro** | {_prf(task['micro'])} |"]
-    lines += [f"| {t} | {_prf(c)} |" for t, c in task["per_type"].items()]
+             f"| **micro** | {_prf(task.micro)} |"]
+    lines += [f"| {t} | {_prf(c)} |" for t, c in task.per_type.items()]
     return lines + [""]
 
 
@@ -73,17 +81,18 @@ def _counts_sentence(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in rows) or "none"
 
 
-def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
-    t = metrics["teacher"]
+def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
+    t = metrics.teacher
     model = cfg.model_name if cfg.endpoint else (cfg.model or "catalogue default")
     lines = [f"# Teacher run: {cfg.method}", "",
-             (f"Data: {cfg.split or cfg.input} of {cfg.config}, {metrics['records']} records "
+             (f"Data: {cfg.split or cfg.input} of {cfg.config}, {metrics.records} records "
              f"({t['records']} labelled). Model: {model}."), ""]
-    lines += _score_table("NER (strict)", metrics["ner"])
-    if metrics["re"]["per_type"]:
-        lines += _score_table(f"RE ({metrics['re']['mode']})", metrics["re"])
-    lines += ["## NER errors (Table 8)", "", "| " + " | ".join(metrics["errors"]) + " |",
-              "|" + "---|" * len(metrics["errors"]), "| " + " | ".join(map(str, metrics["errors"].values())) + " |", ""]
+    lines += _score_table("NER (strict)", metrics.ner)
+    if metrics.re.per_type:
+        lines += _score_table(f"RE ({metrics.re.mode})", metrics.re)
+    errors = metrics.errors.model_dump()
+    lines += ["## NER errors (Table 8)", "", "| " + " | ".join(errors) + " |",
+              "|" + "---|" * len(errors), "| " + " | ".join(map(str, errors.values())) + " |", ""]
     c, a = t["conflicts"], t["alignment"]
     lines += ["## Debate", "", f"Conflicts found: {c['found']}.", ""]
     lines += _count_table("conflict kind", c["by_kind"]) + _count_table("settled by", c["settled_by"])
@@ -107,15 +116,15 @@ def render_report(metrics: dict[str, Any], cfg: TeacherConfig) -> str:
 
 
 def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record], dataset: DatasetConfig,
-                 cfg: TeacherConfig) -> dict[str, Any]:
+                 cfg: TeacherConfig) -> TeacherMetrics:
     """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching)."""
-    from ie.scoring import evaluate
     from teacher.routing import gold_types_kept
 
     options = score_options(dataset, re_mode=cfg.re_mode)
-    metrics = evaluate(list(gold), list(predictions), schema=dataset.task_schema, **options.model_dump())
-    metrics["teacher"] = run_summary(predictions)
-    metrics["teacher"]["routing"]["gold_types_kept"] = gold_types_kept(gold, predictions)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    scores = evaluate(list(gold), list(predictions), schema=dataset.task_schema, **options.model_dump())
+    teacher = run_summary(predictions)
+    teacher["routing"]["gold_types_kept"] = gold_types_kept(gold, predictions)
+    metrics = TeacherMetrics(**dict(scores), teacher=teacher)
+    (out / "metrics.json").write_text(json.dumps(metrics.as_dict(), indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(metrics, cfg), encoding="utf-8")
     return metrics

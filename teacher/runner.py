@@ -22,6 +22,7 @@ from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resol
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.mentions import MentionProfile
+from ie.record_stats import stats_of
 from ie.schema import Record, RecordFormatError, append_record, iter_records, parse_record
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
@@ -172,10 +173,10 @@ async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, cli
 
     def on_record(record: Record) -> None:
         nonlocal tokens
-        stats = record.model_extra["stats"]  # type: ignore[index]
-        if failure_of(record) is None:
+        stats = stats_of(record)
+        if stats.failed is None:
             append_record(out / PREDICTIONS, record)
-        tokens += stats["prompt_tokens"] + stats["completion_tokens"]
+        tokens += stats.prompt_tokens + stats.completion_tokens
         bar.update(1)
         bar.set_postfix(tok_s=f"{tokens / max(time.perf_counter() - started, 1e-9):.0f}")
 

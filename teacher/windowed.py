@@ -9,6 +9,7 @@ from typing import Any
 from ie.config import TaskSchema
 from ie.llm.client import LLMClient
 from ie.llm.server_info import client_endpoints, served_context
+from ie.record_stats import stats_of
 from ie.schema import Record
 from ie.windows import context_tokens, estimate_tokens, label_in_windows, text_budget
 from teacher.confidence import record_confidence
@@ -67,8 +68,8 @@ async def label_long(record: Record, budget: int | None, size: int, method: str,
     if "windows" not in extras:
         return out
     debate = _joined(extras.pop("windows"), method)
-    stats = extras["stats"]
+    stats = stats_of(out)
     confs = [e.confidence or 0.0 for e in out.entities] + [r.confidence or 0.0 for r in out.relations]
-    confidence = record_confidence(confs, stats.get("failed_calls", 0), stats.get("unresolved_conflicts", 0))
+    confidence = record_confidence(confs, stats.failed_calls, stats.unresolved_conflicts)
     base = out.model_dump(exclude_none=True, exclude=set(out.model_extra or {}))
     return Record(**base, **extras, debate=debate, confidence=confidence)

@@ -4,19 +4,24 @@ import math
 
 import pytest
 
+from ie.config import REPO_ROOT
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.schema import Record
+from ie.scoring import PRF, NerErrors, RelationScores, Scores, TaskScores
 from serve import bench, bench_run
 from serve.bench_metrics import (
     NER_F1_GAIN_TARGET,
     TOKEN_RATIO_TARGET,
+    MethodMetrics,
     Price,
+    TeacherTarget,
     add_ratios,
     calculate_metrics,
     percentile,
     teacher_target,
 )
+from serve.bench_run import MeasuredRow
 from tests.schemas import nyt_strings_pair
 
 ROW_FIELDS = {"method", "model", "sentences", "ner_p", "ner_r", "ner_f1", "re_p", "re_r", "re_f1",
@@ -31,14 +36,22 @@ def test_percentile_interpolates():
     assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
 
 
+def _scores(ner=(0.0, 0.0, 0.0), re=(0.0, 0.0, 0.0)) -> Scores:
+    """Scores with these micro (precision, recall, F1), the only ones the bench rows read."""
+    def prf(p, r, f1):
+        return PRF(precision=p, recall=r, f1=f1, tp=0, fp=0, fn=0)
+
+    return Scores(ner=TaskScores(micro=prf(*ner)), re=RelationScores(micro=prf(*re), mode="strict", symmetric_types=[]),
+                  errors=NerErrors(), records=0, unmatched_predictions=0)
+
+
 def _pred(calls, prompt, completion, wall, cached=0, prefix=0):
     return Record(id="x", text="t", stats={"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
                                            "wall_s": wall, "cached_calls": cached, "prefix_cached_tokens": prefix})
 
 
 def test_calculate_metrics_and_ratios():
-    scores = {"ner": {"micro": {"precision": 0.5, "recall": 0.25, "f1": 1 / 3}},
-              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    scores = _scores(ner=(0.5, 0.25, 1 / 3))
     preds = [_pred(2, 100, 20, 1.0, cached=1), _pred(4, 300, 60, 3.0)]
     m = calculate_metrics("direct", "m", scores, preds, wall_s=4.0, price=Price(input=1.0, output=2.0))
     assert m.calls_per_sentence == 3 and m.prompt_tokens_per_sentence == 200 and m.tokens_per_sentence == 240
@@ -52,8 +65,7 @@ def test_calculate_metrics_and_ratios():
 
 
 def test_prefix_cached_tokens_are_new_tokens_saved_and_priced_at_the_cached_rate():
-    scores = {"ner": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}},
-              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    scores = _scores()
     price = Price(input=1.0, output=2.0, cached_input=0.25)
     m = calculate_metrics("crossagentie", "m", scores, [_pred(5, 1000, 100, 1.0, prefix=600)], 1.0, price)
     assert m.tokens_per_sentence == 1100 and m.new_tokens_per_sentence == 500
@@ -65,8 +77,7 @@ def test_prefix_cached_tokens_are_new_tokens_saved_and_priced_at_the_cached_rate
 
 
 def _f1_row(method, f1, prompt, completion, prefix):
-    scores = {"ner": {"micro": {"precision": f1, "recall": f1, "f1": f1}},
-              "re": {"micro": {"precision": 0.0, "recall": 0.0, "f1": 0.0}}}
+    scores = _scores(ner=(f1, f1, f1))
     price = Price(input=1.0, output=2.0, cached_input=0.5)
     return calculate_metrics(method, "m", scores, [_pred(1, prompt, completion, 1.0, prefix=prefix)], 1.0, price)
 
@@ -75,12 +86,33 @@ def test_teacher_target_counts_new_tokens_and_reports_the_count_in_full():
     direct = _f1_row("direct", 0.45, 300, 200, 50)  # 500 tokens, 450 new
     # +6 points at 2100 tokens (4.2x in full) of which 1790 new (3.98x): met
     met = teacher_target([direct, _f1_row("crossagentie", 0.51, 1700, 400, 310)])
-    assert met["met"] and met["ner_f1_gain"] == pytest.approx(6.0)
-    assert met["new_tokens_ratio"] == pytest.approx(1790 / 450) and met["tokens_ratio_in_full"] == pytest.approx(4.2)
+    assert met.met and met.ner_f1_gain == pytest.approx(6.0)
+    assert met.new_tokens_ratio == pytest.approx(1790 / 450) and met.tokens_ratio_in_full == pytest.approx(4.2)
     # one new token more than 4x, or a gain under 5 points: not met
-    assert not teacher_target([direct, _f1_row("crossagentie", 0.51, 1700, 400, 299)])["met"]
-    assert not teacher_target([direct, _f1_row("crossagentie", 0.499, 1000, 100, 500)])["met"]
+    assert not teacher_target([direct, _f1_row("crossagentie", 0.51, 1700, 400, 299)]).met
+    assert not teacher_target([direct, _f1_row("crossagentie", 0.499, 1000, 100, 500)]).met
     assert teacher_target([direct]) is None
+
+
+def test_the_saved_bench_rows_and_target_read_back_to_the_same_json():
+    files = sorted((REPO_ROOT / "results").glob("*/bench.json"))
+    assert files
+    for path in files:
+        bench = json.loads(path.read_text())
+        rows = [MethodMetrics.model_validate(r) for r in bench["rows"]]
+        assert json.dumps([r.as_dict() for r in rows]) == json.dumps(bench["rows"]), path  # NaN, order included
+        target = TeacherTarget.model_validate(bench["teacher_target"])
+        assert json.dumps(target.as_dict()) == json.dumps(bench["teacher_target"]) == json.dumps(
+            teacher_target(rows).as_dict()), path
+
+
+def test_a_measured_row_keeps_its_json_form():
+    row = {"settings": {"method": "direct", "max_tokens": 160}, "wall_s": 12.5, "model": "m",
+           "measured_at": "2026-12-02T13:54:02", "fresh": False}
+    assert MeasuredRow.model_validate(row).model_dump(mode="json") == row
+    overhead = {"teacher_wall_s": 12.5, "replay_wall_s": 10.0, "replayed_calls": 30, "overhead_fraction": 0.2}
+    saved = MeasuredRow.model_validate({**row, "overhead": overhead})
+    assert json.dumps(saved.model_dump(mode="json")) == json.dumps({**row, "overhead": overhead})
 
 
 def _minimal(schema, defs):
@@ -126,6 +158,9 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert "| method | NER P |" in table and "| student |" in table and "68.38" in table
     assert data["teacher_target"]["baseline"] == "direct" and "## Teacher target: " in table
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = json.loads((tmp_path / "rows" / "direct.json").read_text())
+    assert list(saved) == ["settings", "wall_s", "model", "measured_at", "fresh"]
+    assert MeasuredRow.model_validate(saved).model_dump(mode="json") == saved
     calls = len(fake_endpoints.requests)
     assert bench.main(argv) == 0  # same settings: rows reused, no new calls
     assert len(fake_endpoints.requests) == calls
@@ -232,6 +267,6 @@ def test_bench_scores_as_the_config_s_score_section_says(tmp_path):
     nyt = load_config(resolve_config_path("nyt"))
     gold, pred = nyt_strings_pair()
     write_records(tmp_path / "predictions" / "direct.jsonl", [pred])
-    row = {"model": "m", "wall_s": 1.0}
+    row = MeasuredRow(settings={}, wall_s=1.0, model="m", measured_at="2026-12-02T13:54:02", fresh=False)
     metrics = bench_run._metrics("direct", row, [gold], tmp_path, nyt, bench.BenchConfig(config="nyt"))
     assert metrics.re_f1 == 100.0  # strings mode (configs/nyt.yaml `score:`): the triple's strings match

@@ -62,7 +62,7 @@ def test_an_oracle_keeps_the_gold_through_direct_and_one_step(path, tmp_path):
             scores = evaluate(gold, read_records(out / "predictions.jsonl"), config.task_schema,
                               **score_options(config).model_dump())
             task, need = NEED[method]
-            kept[method] = scores[task]["micro"]["recall"]
+            kept[method] = getattr(scores, task).micro.recall
             assert kept[method] >= need, f"{config.name}: {method} keeps {kept[method]:.1%} of gold {task}"
     finally:
         server.kill()

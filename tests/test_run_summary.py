@@ -9,8 +9,10 @@ from fault_server import FaultServer, Reply, closed_port
 
 from ie.logs import setup_logging
 from ie.schema import Record, write_records
+from ie.scoring import Scores
 from ie.summary import RunSummary
 from serve import client as student_client
+from serve.bench_metrics import MethodMetrics, TeacherTarget
 from serve.bench_report import summary_lines
 from teacher.__main__ import main as teacher_main
 from tests.test_teacher_runner import GOLD as RUNNER_GOLD
@@ -42,7 +44,12 @@ def teacher_args(tmp_path: Path, url: str, *extra: str) -> list[str]:
 def test_summary_lines_from_records_and_metrics():
     labelled = [Record(id="a", text="x", stats={"calls": 3, "prompt_tokens": 1000, "completion_tokens": 200}),
                 Record(id="b", text="y", stats={"calls": 1, "prompt_tokens": 300, "completion_tokens": 100})]
-    metrics = {"ner": {"micro": {"f1": 0.5}}, "re": {"micro": {"f1": 0.25}, "per_type": {"R": {}}, "mode": "strings"}}
+    def prf(f1):
+        return {"precision": f1, "recall": f1, "f1": f1, "tp": 0, "fp": 0, "fn": 0}
+
+    metrics = Scores.model_validate({"ner": {"micro": prf(0.5)}, "errors": {}, "records": 2, "unmatched_predictions": 0,
+                                     "re": {"micro": prf(0.25), "per_type": {"R": prf(0.25)}, "mode": "strings",
+                                            "symmetric_types": []}})
     s = RunSummary.of("teacher direct", 3, labelled, 1, metrics, {"report": Path("runs/x/report.md")})
     assert s.lines() == ["teacher direct: 2 of 3 records labelled, 1 failed",
                          "  NER F1 50.0, RE F1 25.0 (strings) against the gold",
@@ -109,10 +116,15 @@ def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, caps
 
 
 def test_bench_closing_lines():
-    row = {"method": "direct", "ner_f1": 41.234, "re_f1": 5.0, "calls_per_sentence": 1.0,
-           "tokens_per_sentence": 612.4, "latency_p50_s": 0.456}
+    row = MethodMetrics(method="direct", model="m", sentences=50, ner_p=40.0, ner_r=42.5, ner_f1=41.234, re_p=5.0,
+                        re_r=5.0, re_f1=5.0, calls_per_sentence=1.0, prompt_tokens_per_sentence=512.4,
+                        completion_tokens_per_sentence=100.0, prefix_cached_tokens_per_sentence=0.0,
+                        latency_p50_s=0.456, latency_p95_s=0.9, throughput_sentences_per_s=2.0,
+                        usd_per_1k_sentences=0.1, cached_calls_fraction=0.0, failed_calls=0).as_dict()
+    target = TeacherTarget(method="crossagentie", baseline="direct", ner_f1_gain=0.0, new_tokens_ratio=1.0,
+                           tokens_ratio_in_full=1.0, usd_ratio=1.0, met=False).as_dict()
     bench = {"dataset": "conll04 dev", "sentences": 50, "rows": [row, {**row, "method": "crossagentie"}],
-             "teacher_target": {"method": "crossagentie", "baseline": "direct", "met": False}}
+             "teacher_target": target}
     assert summary_lines(bench, Path("runs/bench")) == [
         "bench: 2 methods on 50 sentences of conll04 dev",
         "  direct: NER F1 41.2, RE F1 5.0; per sentence 1.0 calls, 612 tokens, p50 0.46 s",

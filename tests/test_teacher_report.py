@@ -2,7 +2,7 @@
 from ie.schema import Record
 from ie.scoring import evaluate
 from teacher.config import TeacherConfig
-from teacher.report import render_report, run_summary
+from teacher.report import TeacherMetrics, render_report, run_summary
 
 GOLD = Record(id="a", text="Dole met Reagan .", entities=[
     {"start": 0, "end": 4, "type": "Peop", "text": "Dole"}, {"start": 9, "end": 15, "type": "Peop", "text": "Reagan"}])
@@ -26,8 +26,7 @@ def predicted() -> Record:
 
 
 def test_debate_section_is_tables_and_sentences_not_dicts():
-    metrics = evaluate([GOLD], [predicted()])
-    metrics["teacher"] = run_summary([predicted()])
+    metrics = TeacherMetrics(**dict(evaluate([GOLD], [predicted()])), teacher=run_summary([predicted()]))
     report = render_report(metrics, TeacherConfig(split="dev", method="crossagentie", progress=False))
     debate = report.split("## Debate\n")[1].split("## Cost per record")[0]
     assert debate.strip().splitlines() == [
@@ -46,8 +45,7 @@ def test_debate_section_is_tables_and_sentences_not_dicts():
 
 def test_a_debate_without_conflicts_says_so_without_empty_tables():
     record = GOLD.model_copy(update={"debate": {}, "stats": {}})
-    metrics = evaluate([GOLD], [record])
-    metrics["teacher"] = run_summary([record])
+    metrics = TeacherMetrics(**dict(evaluate([GOLD], [record])), teacher=run_summary([record]))
     report = render_report(metrics, TeacherConfig(split="dev", method="direct", progress=False))
     debate = report.split("## Debate\n")[1].split("## Cost per record")[0]
     assert "Conflicts found: 0." in debate and "| conflict kind |" not in debate and "actions: none." in debate

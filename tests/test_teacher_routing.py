@@ -132,7 +132,7 @@ def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_pat
                     "relation_types": {"kept": 1, "gold": 1, "fraction": 1.0}}
     assert run_summary([pred, unrouted])["routing"] == {"records": 1, "agents_skipped": 1, "fallbacks": 0}
     metrics = write_report(tmp_path, golds, [pred, unrouted], load_config(resolve_config_path("conll04")), TeacherConfig())
-    assert metrics["teacher"]["routing"]["gold_types_kept"] == kept
+    assert metrics.teacher["routing"]["gold_types_kept"] == kept
     assert ("1 records routed, 1 type agents not called, 0 fallbacks to every agent; kept 1 of 2 gold entity types "
             "and 1 of 1 gold relation types of their sentences.") in (tmp_path / "report.md").read_text()
 

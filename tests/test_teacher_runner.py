@@ -23,6 +23,10 @@ GOLD = [
     Record(id="c", text="Paris is big .", entities=[{"start": 0, "end": 5, "type": "Loc", "text": "Paris"}]),
 ]
 
+TEACHER_STATS = ["calls", "cached_calls", "prompt_tokens", "completion_tokens", "prefix_cached_tokens", "failed_calls",
+                 "truncated_calls", "ungrounded_items", "conflicts", "unresolved_conflicts",
+                 "agents_skipped_by_routing", "wall_s"]
+
 
 def direct_answer(request):
     text = request.messages[1]["content"]
@@ -48,6 +52,7 @@ def test_run_writes_predictions_config_metrics_and_report(tmp_path):
     preds = read_records(out / "predictions.jsonl")
     assert sorted(p.id for p in preds) == ["a", "b", "c"]
     assert all(set(p.model_extra) >= {"debate", "stats", "confidence"} for p in preds)
+    assert all(list(p.model_extra["stats"]) == TEACHER_STATS for p in preds)
     saved = json.loads((out / "config.json").read_text())
     assert saved["method"] == "direct" and saved["api_key_env"] == "SECRET_KEY_VAR"
     metrics = json.loads((out / "metrics.json").read_text())
@@ -303,10 +308,11 @@ def test_report_scores_as_the_config_s_score_section_says(tmp_path):
     nyt = load_config(resolve_config_path("nyt"))
     gold, pred = nyt_strings_pair()  # the same triple on the other "Iceland": right as strings, wrong if strict
     metrics = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt"))
-    assert metrics["re"]["mode"] == "strings" and metrics["re"]["micro"]["tp"] == 1
+    assert metrics.re.mode == "strings" and metrics.re.micro.tp == 1
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics.as_dict()
     assert "RE (strings)" in (tmp_path / "report.md").read_text()
     strict = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt", re_mode="strict"))
-    assert strict["re"]["micro"]["tp"] == 0
+    assert strict.re.micro.tp == 0
 
 
 def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
@@ -323,7 +329,8 @@ def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
 
 
 def test_transcript_and_stats_keep_their_json_form():
-    from teacher.context import ConflictLog, RecordStats, Transcript
+    from ie.record_stats import RecordStats
+    from teacher.context import ConflictLog, Transcript
 
     conflict = {"id": "e1", "kind": "label", "options": ['"A" is Loc', '"A" is Org'], "agents": ["ner:Loc", "ner:Org"],
                 "stances": [{"round": 1, "agent": "ner:Loc", "choice": "B", "confidence": 0.8, "reason": "r"}],
@@ -333,8 +340,6 @@ def test_transcript_and_stats_keep_their_json_form():
     transcript = Transcript(method="crossagentie", conflicts=[log], notes=["n"])
     assert transcript.as_dict() == {"method": "crossagentie", "calls": [], "conflicts": [conflict], "alignment": [],
                                     "extents": [], "notes": ["n"], "routing": {}}
-    stats = RecordStats(calls=2, wall_s=0.5, failed="timeout", error="TimeoutError: t")
-    assert list(stats.as_dict()) == ["calls", "cached_calls", "prompt_tokens", "completion_tokens",
-                                     "prefix_cached_tokens", "failed_calls", "truncated_calls", "ungrounded_items",
-                                     "conflicts", "unresolved_conflicts", "agents_skipped_by_routing", "wall_s",
-                                     "failed", "error"]
+    stats = RecordStats(**dict.fromkeys(TEACHER_STATS[:-1], 0), wall_s=0.5)
+    stats.failed, stats.error = "timeout", "TimeoutError: t"  # as `label_one` marks a record that did not finish
+    assert list(stats.as_dict()) == [*TEACHER_STATS, "failed", "error"]

@@ -1,6 +1,7 @@
 """ie.windows without any model: splitting to a budget, merging offsets, overlap dedup and conflicts, relations."""
 import asyncio
 
+from ie.record_stats import RecordStats
 from ie.schema import Entity, Record, Relation
 from ie.windows import (
     MIN_WINDOW_TOKENS,
@@ -161,6 +162,7 @@ def test_budget_context_and_stats_rules():
     assert context_tokens(4096, 1000) == 1000 and context_tokens(1000, 4096) == 1000  # a flag only narrows
     assert text_budget(2048, 300, 400) == 2048 - 300 - 400 - 32
     assert text_budget(512, 300, 400) == MIN_WINDOW_TOKENS  # the estimate over-counts: the smallest windows
-    merged = merge_stats([{"calls": 2, "wall_s": 0.5, "error": None, "cached": False},
-                          {"calls": 3, "wall_s": 0.25, "error": "HTTP 400", "cached": True}])
-    assert merged == {"calls": 5, "wall_s": 0.75, "error": "HTTP 400", "cached": True}
+    merged = merge_stats([RecordStats.model_validate(s) for s in (
+        {"calls": 2, "wall_s": 0.5, "error": None, "cached": False},
+        {"calls": 3, "wall_s": 0.25, "error": "HTTP 400", "cached": True, "invalid": 1})])
+    assert merged.as_dict() == {"calls": 5, "wall_s": 0.75, "error": "HTTP 400", "cached": True, "invalid": 1}
