@@ -4,7 +4,7 @@
         --methods direct,type-agents,crossagentie,student --student-adapter runs/student/adapter.gguf
 
 Teacher methods run on the teacher endpoint (default: the embedded `qwen2.5-coder-0.5b`); `student` runs the
-distill template against the student (`--student-adapter` GGUF LoRA on the embedded server, or
+student's template (`ie.student_format`) against the student (`--student-adapter` GGUF LoRA on the embedded server, or
 `--student-endpoint URL --student-model NAME`, e.g. vLLM). Writes `bench.json`, `bench.md` and `bench.png`
 into --out. A method's row is kept in `rows/<method>.json` and reused by a later bench with the same settings
 (its numbers came from that earlier, timed run); `--fresh` re-runs everything and bypasses the call cache so
@@ -18,7 +18,6 @@ import asyncio
 import json
 import shlex
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,10 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print("\n".join(summary_lines(json.loads((out / "bench.json").read_text(encoding="utf-8")), out)))
     return 0
-
-
-def elapsed(started: float) -> float:
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 F1 against cost per sentence."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,13 @@ def markdown_table(rows: Sequence[MethodMetrics]) -> str:
 
 def target_lines(target: TeacherTarget) -> list[str]:
     verdict = "met" if target.met else "not met"
+    usd = (f"{target.usd_ratio:.2f}× the $ per sentence" if math.isfinite(target.usd_ratio)
+           else "no $ ratio (the config's `bench.prices` prices neither row above $0)")
     return [f"## Teacher target: {verdict}", "",
             f"`{target.method}` against `{target.baseline}`: NER F1 {target.ner_f1_gain:+.2f} points "
             f"(target at least +{NER_F1_GAIN_TARGET:g}), {target.new_tokens_ratio:.2f}× the new tokens a sentence "
             f"(target at most {TOKEN_RATIO_TARGET:g}×); {target.tokens_ratio_in_full:.2f}× the tokens counted in "
-            f"full, {target.usd_ratio:.2f}× the $ per sentence."]
+            f"full, {usd}."]
 
 
 def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, Any],

@@ -21,6 +21,7 @@ from serve.bench_metrics import (
     percentile,
     teacher_target,
 )
+from serve.bench_report import target_lines
 from serve.bench_run import MeasuredRow
 from tests.schemas import nyt_strings_pair
 
@@ -92,6 +93,14 @@ def test_teacher_target_counts_new_tokens_and_reports_the_count_in_full():
     assert not teacher_target([direct, _f1_row("crossagentie", 0.51, 1700, 400, 299)]).met
     assert not teacher_target([direct, _f1_row("crossagentie", 0.499, 1000, 100, 500)]).met
     assert teacher_target([direct]) is None
+
+
+def test_the_target_line_says_when_no_row_has_a_price():
+    direct, ours = _f1_row("direct", 0.45, 300, 200, 50), _f1_row("crossagentie", 0.51, 1700, 400, 310)
+    assert "× the $ per sentence" in target_lines(teacher_target([direct, ours]))[-1]
+    free = [r.model_copy(update={"usd_per_1k_sentences": 0.0}) for r in (direct, ours)]
+    line = target_lines(teacher_target(free))[-1]
+    assert "nan" not in line and "no $ ratio" in line
 
 
 def test_the_saved_bench_rows_and_target_read_back_to_the_same_json():
