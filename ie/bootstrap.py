@@ -2,8 +2,8 @@
 difference within what another sample of the same size could give?
 
 Both systems are scored on the same resampled records each round (Koehn 2004; Berg-Kirkpatrick et al. 2012),
-so a record that is hard for both moves both scores together. On 50 CoNLL04 sentences a difference of 8 NER
-points still has an interval about 16 points wide: one sample of that size settles little.
+so a record that is hard for both moves both scores together. A bench-sized sample leaves a wide interval, so
+a difference between two systems is only read with its interval (docs/DESIGN.md).
 """
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ class StudentConfig:
         default_factory=lambda: list(DEFAULT_TARGET_MODULES),
         metadata={"help": "Linear layers that get a LoRA adapter (module name suffixes), or ['all-linear']."})
     precision: Literal["auto", "bf16", "fp16", "fp32"] = _help(
-        "auto = bf16 on CUDA, fp32 on CPU (bf16 autocast made a CPU step ~16x slower).", default="auto")
+        "auto = bf16 on CUDA, fp32 on CPU (bf16 autocast makes a CPU step ~16x slower).", default="auto")
     gradient_checkpointing: bool | None = _help("Recompute activations to save memory; unset = on for CUDA, off "
                                                 "on CPU (where it only costs time).", default=None)
     load_in_4bit: bool = _help("QLoRA: load the base in 4-bit NF4 through bitsandbytes (CUDA only).",

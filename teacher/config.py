@@ -17,7 +17,8 @@ from ie.scoring import RE_MODES
 from teacher.method_names import METHOD_NAMES
 
 SUMMARIZERS = ("generate", "likelihood")
-# Settings that moved to the dataset config's `mentions:` section (ie.mentions.MentionProfile).
+# Former `teacher:` keys and their place in the `mentions:` section: a config still using one is refused, pointing
+# there, so teacher and student apply the same mention rules (ie.mentions.MentionProfile).
 MOVED = {"require_capital_or_digit": "mentions.require_capital_or_digit", "max_mention_words": "mentions.max_words"}
 ROUTING = ("off", "auto", "on")
 ROUTERS = ("answer", "likelihood")
@@ -44,7 +45,7 @@ class TeacherConfig:
                              "(fewer if the context leaves fewer): an answer holds at most 10 items")
     concurrency: int = opt(2, "records labelled at once (match the server's parallel slots)")
     max_rounds: int = opt(0, "cross-type debate rounds before the summarizer decides (a small model's debate "
-                          "rounds cost tokens and F1: CoNLL04, qwen2.5-0.5b)")
+                          "costs tokens and F1)")
     summarizer: str = opt("likelihood", "how open entity conflicts are decided: likelihood (the most probable type "
                           "word of each option's span; a span the endpoint cannot score, no top_logprobs, gets the "
                           "written verdict) or generate (always a written verdict from the agents' reasons)")

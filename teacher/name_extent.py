@@ -3,13 +3,9 @@ agent, which copies the name inside it; the name, grounded inside the mention an
 
 Why: a small model's type agents drag titles, job words and the organization or place around a name into the
 mention ("Navy Capt. Michael Coats", "Naples in Campania"), and the likelihood Summarizer scores a span's type,
-not its extent, so such a mention often wins its boundary conflict. qwen2.5-0.5b, `crossagentie` mentions of
-3+ words on 50 dev and 36 train CoNLL04 sentences (how the threshold and the prompt were chosen): 7 wrong ones
-became gold, 3 gold ones were cut ("President John F. Kennedy" -> "John F. Kennedy": the annotators keep
-"President" 47 times in 64). Telling the model which titles to keep made it trim fewer wrong spans, not fewer
-right ones. In the pipeline, 50 dev sentences: 49 checks, 9 trims, 3 to gold and 1 from gold; 150 test
-sentences: 126 checks, 23 trims, 15 to gold and none from gold.
-Cost: one short call per distinct long mention, about one a sentence.
+not its extent, so such a mention often wins its boundary conflict. The check turns more wrong mentions into
+gold ones than it cuts gold ones (docs/DESIGN.md, the teacher, has what it did and how its threshold and prompt
+were chosen). Cost: one short call per distinct long mention, about one a sentence.
 """
 from __future__ import annotations
 

@@ -174,8 +174,8 @@ def _from_sdk(resp: Any) -> ChatResponse:
     )
 
 
-# Bounds that llama.cpp turns into deeply nested optional grammar rules: sampling under them was measured
-# ~20x slower (90 s instead of 5 s for 120 tokens). Answer models still enforce them when validating.
+# Bounds that llama.cpp's GBNF turns into deeply nested optional grammar rules, which slow sampling about 20x:
+# left out of the wire schema; the answer models still enforce them when validating.
 _GRAMMAR_COSTLY_KEYS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
 
 
@@ -204,9 +204,9 @@ def _closed(node: Any) -> Any:
     return node
 
 
-# Compact JSON: the small models pretty-print under a whitespace-flexible grammar (a third of their tokens was
-# indentation). ", " and ": " rather than "," and ":": with no spaces at all qwen2.5-0.5b answered `[]` to
-# questions it answers when spaced.
+# Compact JSON: the small models pretty-print under a whitespace-flexible grammar, spending about a third of their
+# tokens on indentation. ", " and ": " rather than "," and ":": with no spaces at all qwen2.5-0.5b answers `[]`
+# to questions it answers when spaced.
 _COMPACT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
