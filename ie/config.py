@@ -1,5 +1,8 @@
 """Dataset/task configs (`configs/<dataset>.yaml`): where the data is and the schema the agents are given.
 
+The shipped configs (datasets, model catalogue, student, accelerate) live inside the package, `ie/configs/`
+(`CONFIGS_DIR`; the repository's `configs/` links to it), so an installed wheel finds them by name too.
+
 The schema's natural-language descriptions are the "domain metadata" each type agent receives; relation
 types carry their allowed head/tail entity types and a statement template used in cross-task feedback.
 `mentions:` holds the mention rules every method, teacher and student, applies (`ie.mentions.MentionProfile`);
@@ -24,6 +27,7 @@ from ie.mentions import MentionProfile, example_problem
 
 M = TypeVar("M", bound=BaseModel)
 REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 DATA_ENV = "CROSSAGENTIE_DATA"
 CACHE_ENV = "CROSSAGENTIE_CACHE"
 
@@ -214,11 +218,12 @@ def load_config(path: str | Path) -> DatasetConfig:
 
 
 def resolve_config_path(name_or_path: str) -> Path:
-    """Accept `configs/conll04.yaml` or just `conll04`."""
+    """Accept a config file's path, or a shipped config as `conll04` or `configs/conll04.yaml` from any folder."""
     p = Path(name_or_path)
     if p.exists():
         return p
-    candidate = REPO_ROOT / "configs" / f"{name_or_path}.yaml"
-    if candidate.exists():
-        return candidate
-    raise ConfigError(f"{name_or_path}: no such config file (nor configs/{name_or_path}.yaml)")
+    name = p.relative_to("configs") if p.parts[:1] == ("configs",) else p
+    for candidate in (CONFIGS_DIR / name, CONFIGS_DIR / f"{name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"{name_or_path}: no such config file (nor a shipped one: {CONFIGS_DIR}/{name}.yaml)")

@@ -83,3 +83,12 @@ class IncompleteRun(RuntimeError):
         if self.listed_in is not None:
             line += f" and were not written; listed in {self.listed_in}"
         return line + (f"; to retry them, run again: {command}" if command else "")
+
+
+def all_finished(records: Sequence[Record]) -> list[Record]:
+    """`records`, when every one finished; else `IncompleteRun` listing those that did not: what a library call
+    returns, since an unfinished record is never a result."""
+    failures = [Failure.of(r) for r in records if failure_of(r) is not None]
+    if failures:
+        raise IncompleteRun(failures, len(records))
+    return list(records)

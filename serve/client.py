@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path, score_options
-from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
+from ie.failures import Failure, IncompleteRun, all_finished, failure_of, within_budget, write_failures
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
 from ie.logs import add_verbose_flag, setup_logging
@@ -123,11 +123,8 @@ def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, c
     Raises `IncompleteRun` when a record did not finish (see the module docstring)."""
     dataset = load_config(resolve_config_path(str(config)))
     items = [texts] if isinstance(texts, str) else list(texts)
-    records = asyncio.run(extract_async(items, endpoint, model, dataset.task_schema, rules=mention_rules(dataset),
-                                        **kwargs))
-    failures = [Failure.of(r) for r in records if failure_of(r) is not None]
-    if failures:
-        raise IncompleteRun(failures, len(records))
+    records = all_finished(asyncio.run(extract_async(items, endpoint, model, dataset.task_schema,
+                                                     rules=mention_rules(dataset), **kwargs)))
     return records[0] if isinstance(texts, str) else records
 
 

@@ -187,12 +187,16 @@ async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, cli
         bar.close()
 
 
+def client_for(ep: Endpoint, cfg: TeacherConfig, cache_path: Path | None = None) -> LLMClient:
+    """The client of `ep` with `cfg`'s timeouts, concurrency, re-asks and retries; calls cached at `cache_path`."""
+    return LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())], cache_path=cache_path,
+                                    concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
+                                    max_retries=cfg.retries)
+
+
 async def _label_with_endpoint(out: Path, todo: list[Record], dataset: DatasetConfig, ep: Endpoint,
                                cfg: TeacherConfig) -> list[Record]:
-    client = LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())],
-                                      cache_path=out / CACHE if cfg.cache else None,
-                                      concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
-                                      max_retries=cfg.retries)
+    client = client_for(ep, cfg, out / CACHE if cfg.cache else None)
     try:
         return await _label_into(out, todo, dataset, client, cfg)
     finally:

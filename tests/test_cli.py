@@ -88,7 +88,7 @@ def test_bench_refuses_an_unknown_bench_key_naming_it(tmp_path, capsys):
     from serve import bench
 
     config = tmp_path / "c.yaml"
-    config.write_text((importlib.import_module("ie.config").REPO_ROOT / "configs" / "conll04.yaml").read_text()
+    config.write_text((importlib.import_module("ie.config").CONFIGS_DIR / "conll04.yaml").read_text()
                       .replace("  price_as: gpt-4o-mini\n", "  price_as: gpt-4o-mini\n  limt: 5\n"))
     assert bench.main(["--config", str(config), "--out", str(tmp_path / "out")]) == 2
     assert f"error: {config}: bench.limt: unknown setting" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import yaml
 
 from distill.config import DistillConfig
 from ie.cli import add_flags, from_sources, opt
-from ie.config import REPO_ROOT, ConfigError
+from ie.config import CONFIGS_DIR, ConfigError
 from serve.bench import BenchConfig
 from teacher.config import TeacherConfig
 
@@ -66,7 +66,7 @@ def _capture(*args: object) -> None:
 
 def _config(tmp_path: Path, section: str, **changes: object) -> Path:
     """configs/conll04.yaml with `section:` changed (a value of None drops the key)."""
-    data = yaml.safe_load((REPO_ROOT / "configs" / "conll04.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((CONFIGS_DIR / "conll04.yaml").read_text(encoding="utf-8"))
     data.setdefault(section, {}).update(changes)
     data[section] = {k: v for k, v in data[section].items() if v is not None}
     path = tmp_path / "c.yaml"

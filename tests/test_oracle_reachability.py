@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ie.config import REPO_ROOT, load_config, score_options
+from ie.config import CONFIGS_DIR, REPO_ROOT, load_config, score_options
 from ie.datasets import load_split
 from ie.schema import read_records, write_records
 from ie.scoring import evaluate
@@ -18,7 +18,7 @@ from teacher.config import TeacherConfig
 from teacher.runner import run
 
 FAKE = REPO_ROOT.parent / "shared" / "tools" / "fake_openai.py"
-CONFIGS = sorted(p for p in (REPO_ROOT / "configs").glob("*.yaml") if "schema:" in p.read_text(encoding="utf-8"))
+CONFIGS = sorted(p for p in CONFIGS_DIR.glob("*.yaml") if "schema:" in p.read_text(encoding="utf-8"))
 NEED = {"direct": ("ner", 0.90), "one-step": ("re", 0.85)}
 
 

@@ -1,9 +1,18 @@
 """The shared record format and dataset configs: valid data loads, malformed data names file, line and field."""
 import json
+from pathlib import Path
 
 import pytest
 
-from ie.config import ConfigError, ScoreOptions, load_config, resolve_config_path, score_options, words_of_name
+from ie.config import (
+    CONFIGS_DIR,
+    ConfigError,
+    ScoreOptions,
+    load_config,
+    resolve_config_path,
+    score_options,
+    words_of_name,
+)
 from ie.schema import Record, RecordFormatError, append_record, read_records, write_records
 
 TEXT = "Reagan lives in America ."
@@ -73,6 +82,19 @@ def test_config_errors_name_the_field(tmp_path):
         load_config(path)
     with pytest.raises(ConfigError, match="no such config file"):
         resolve_config_path("nope")
+
+
+def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
+    """An installed package has no repository around it: names and `configs/...` paths resolve inside it."""
+    monkeypatch.chdir(tmp_path)
+    shipped = CONFIGS_DIR / "conll04.yaml"
+    assert CONFIGS_DIR.parent.name == "ie" and shipped.is_file()
+    assert resolve_config_path("conll04") == resolve_config_path("configs/conll04.yaml") == shipped
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "conll04.yaml").write_text("name: mine\n")
+    assert resolve_config_path("configs/conll04.yaml") == Path("configs/conll04.yaml")  # a file here comes first
+    with pytest.raises(ConfigError, match="configs/nope.yaml: no such config file"):
+        resolve_config_path("configs/nope.yaml")
 
 
 def test_score_options_come_from_the_config_and_flags_override_them(tmp_path):

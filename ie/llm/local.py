@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
-from ie.config import REPO_ROOT, cache_dir, validate_yaml
+from ie.config import CONFIGS_DIR, cache_dir, validate_yaml
 
 if TYPE_CHECKING:
     from ie.llm.client import Endpoint
 
-CATALOGUE_PATH = REPO_ROOT / "configs" / "models.yaml"
+CATALOGUE_PATH = CONFIGS_DIR / "models.yaml"
 GGUF_MAGIC = b"GGUF"
 _CHUNK = 8 << 20
 
