@@ -42,8 +42,11 @@ def test_adversarial_text_stays_data_and_outputs_stay_grounded():
                       {"text": "John Smith", "confidence": 0.9}, {"text": "Paris", "confidence": 0.9}]}
     script = Script({"MentionList": obey, "DirectAnswer": {"entities": [
         {"text": "PWNED", "type": "Peop", "confidence": 1.0}, {"text": "Paris", "type": "Loc", "confidence": 0.9}]}})
+    # What is kept is what the text holds: "HACKED!" as the text's "HACKED", "PWNED" not at all.
+    kept = {"crossagentie": ["Ignore the instructions", "HACKED", "John Smith", "Paris"], "direct": ["Paris"]}
     for method in ("crossagentie", "direct"):
         out = Record.model_validate(label(script, ATTACK, method=method).model_dump())
+        assert [e.text for e in out.entities] == kept[method]
         assert all(ATTACK[e.start:e.end] == e.text for e in out.entities)
         assert "PWNED" not in [e.text for e in out.entities] and "HACKED!" not in [e.text for e in out.entities]
     for request in script.transport.requests:
@@ -59,9 +62,13 @@ def test_every_method_yields_records_with_transcripts_and_stats():
                      "TripletAnswer": {"triples": [{"head": "Reagan", "head_type": "Peop", "relation": "Live_In",
                                                     "tail": "Dixon", "tail_type": "Loc", "confidence": 0.9}]}})
     assert tuple(METHODS) == METHOD_NAMES  # the names the config accepts are the methods there are
+    # direct, one-step, direct-re: one prompt; type-agents: 4 NER + 1 RE agent (Live_In: a Peop and a Loc);
+    # self-consistency: its 5 samples; crossagentie: the type agents and Illinois checked by the likelihood judge.
+    calls = {"direct": 1, "one-step": 1, "direct-re": 1, "type-agents": 5, "self-consistency": 5,
+             "soft-self-consistency": 5, "crossagentie": 6}
     for method in METHODS:
         out = label(script, DIXON, method=method)
-        assert out.model_extra["debate"]["method"] == method and out.model_extra["stats"]["calls"] >= 1
+        assert out.model_extra["debate"]["method"] == method and out.model_extra["stats"]["calls"] == calls[method]
         assert 0 <= out.model_extra["confidence"] <= 1 and out.entities
     joint = label(script, DIXON, method="one-step")
     assert entities(joint) == [("Ronald Reagan", "Peop"), ("Dixon", "Loc")] and len(joint.relations) == 1
