@@ -1,7 +1,10 @@
-"""ie.claims' typed values: agent ids and settlements keep the one text form transcripts have always held."""
+"""ie.claims: agent ids and settlements keep the one text form transcripts have always held, and a relation's
+arguments are grounded on the entities known."""
 import pytest
 
-from ie.claims import AgentId, Settlement
+from ie.claims import AgentId, Arg, Settlement, relation_claim
+from ie.config import load_config, resolve_config_path
+from ie.mentions import MentionRules
 
 
 @pytest.mark.parametrize("text, agent", [
@@ -40,3 +43,16 @@ def test_a_round_goes_with_a_consensus_only():
         Settlement("consensus_round")
     with pytest.raises(ValueError, match="round"):
         Settlement("summarizer", 1)
+
+
+CONLL04 = load_config(resolve_config_path("conll04"))
+SCHEMA = CONLL04.task_schema
+RULES = MentionRules(CONLL04.mentions)
+
+
+def test_relation_arguments_snap_to_known_entities_and_take_allowed_types():
+    text = "Ronald Reagan grew up in Dixon , Illinois ."
+    known = [Arg(0, 13, "Peop", "Ronald Reagan")]
+    claim = relation_claim(text, "Reagan", "Illinois", "Live_In", SCHEMA, known, RULES, AgentId("re", "Live_In"), 0.7)
+    assert claim.head == known[0] and claim.tail == Arg(33, 41, "Loc", "Illinois")
+    assert relation_claim(text, "Reagan", "Paris", "Live_In", SCHEMA, known, RULES, AgentId("re", "Live_In"), 0.7) is None

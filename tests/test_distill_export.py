@@ -1,37 +1,14 @@
+"""`distill.export`: the seeded split and the training files, dataset, OpenAI plan and manifest it writes."""
 import json
-from pathlib import Path
 
-import pytest
 from datasets import load_from_disk
 
-from distill.__main__ import main
-from distill.config import DistillConfig, DistillConfigError
+from distill.config import DistillConfig
 from distill.export import export, split_records
 from distill.select import screen, select
-from ie.cli import from_sources
-from ie.config import DATA_ENV, ConfigError, TaskSchema
-from ie.schema import Entity, Record, Relation, read_records, write_records
+from ie.schema import read_records
 from ie.student_format import build_messages, template_sha256
-
-SCHEMA = TaskSchema.model_validate({
-    "entity_types": {"Peop": {"description": "person"}, "Loc": {"description": "place"}},
-    "relation_types": {"Live_In": {"description": "lives in", "head": ["Peop"], "tail": ["Loc"]}},
-})
-NAMES = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay", "Gus", "Hal", "Ida", "Jo", "Kim", "Lu", "Max", "Ned"]
-
-
-def teacher_records(n: int = 14) -> list[Record]:
-    out = []
-    for i in range(n):
-        person, place = NAMES[i], f"Town{i}"
-        text = f"{person} lives in {place} ."
-        ents = [Entity(start=0, end=len(person), type="Peop", text=person, confidence=0.9),
-                Entity(start=len(person) + 10, end=len(person) + 10 + len(place), type="Loc", text=place,
-                       confidence=0.9)]
-        out.append(Record(id=f"train-{i}", text=text, entities=ents, confidence=0.52 + i / 30,
-                          relations=[Relation(head=0, tail=1, type="Live_In", confidence=0.9)],
-                          stats={"calls": 5, "failed_calls": 0, "unresolved_conflicts": 0}, debate=[{"turn": 1}]))
-    return out
+from tests.distill_records import SCHEMA, teacher_records
 
 
 def test_split_is_seeded_and_keeps_one_validation_record():
@@ -91,60 +68,3 @@ def test_export_plans_the_openai_job_when_valid(tmp_path):
     openai = export(tmp_path, screening, selection, SCHEMA, cfg, {})["openai"]
     assert openai["ok"] and openai["train"]["examples"] == 13 and openai["validation"]["examples"] == 1
     assert openai["billed_tokens"] == openai["train"]["tokens"] * openai["n_epochs"] > 0
-
-
-def test_config_sources_and_errors():
-    def load(section, flags):
-        return from_sources(DistillConfig, "distill", section, flags, "configs/x.yaml")
-
-    cfg = load({"threshold": 0.7, "ner_per_type": 3}, {"ner_per_type": 6, "seed": None})
-    assert (cfg.threshold, cfg.ner_per_type, cfg.seed) == (0.7, 6, 0)
-    with pytest.raises(ConfigError, match=r"configs/x.yaml: distill.treshold: unknown setting"):
-        load({"treshold": 0.7}, {})
-    with pytest.raises(DistillConfigError, match=r"configs/x.yaml: distill.threshold = 1.5: must be within"):
-        load({"threshold": 1.5}, {})
-    with pytest.raises(ConfigError, match=r"configs/x.yaml: distill: '<=' not supported"):
-        load({"threshold": "high"}, {})
-
-
-def _dataset_config(tmp_path: Path) -> Path:
-    """A records-format dataset whose dev split shares one id and one text with the teacher's output."""
-    write_records(tmp_path / "data" / "dev.jsonl", [Record(id="train-13", text="unrelated ."),
-                                                    Record(id="dev-0", text="Ida lives in Town8 .")])
-    cfg = {"name": "toy", "format": "records", "splits": {"dev": "dev.jsonl"},
-           "schema": json.loads(SCHEMA.model_dump_json()),
-           "distill": {"threshold": 0.5, "re_per_type": 1, "validation_fraction": 0.1, "exclude_splits": ["dev"]}}
-    path = tmp_path / "toy.yaml"
-    path.write_text(json.dumps(cfg))
-    return path
-
-
-def test_cli_excludes_dev_by_id_and_text_and_sweeps(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(DATA_ENV, str(tmp_path / "data"))
-    write_records(tmp_path / "teacher" / "predictions.jsonl", teacher_records())
-    write_records(tmp_path / "held_out.jsonl", [Record(id="other", text="Ann lives in Town0 .")])
-    argv = ["--teacher", str(tmp_path / "teacher"), "--config", str(_dataset_config(tmp_path)),
-            "--out", str(tmp_path / "out"), "--exclude", str(tmp_path / "held_out.jsonl"),
-            "--sweep-ner-per-type", "1,3"]
-    assert main(argv) == 0
-    for k in (1, 3):
-        manifest = json.loads((tmp_path / "out" / f"ner{k}" / "manifest.json").read_text())
-        assert manifest["settings"]["ner_per_type"] == k
-        assert manifest["screening"]["reasons"] == {"excluded": 3}
-        assert manifest["sources"]["excluded_records"] == {"split:dev": 2, str(tmp_path / "held_out.jsonl"): 1}
-        chosen = {i for ids in manifest["selection"]["chosen_ids"].values() for i in ids}
-        assert chosen.isdisjoint({"train-13", "train-8", "train-0"})
-    assert "ner3" in capsys.readouterr().out
-
-
-def test_cli_stops_when_nothing_passes(tmp_path, monkeypatch):
-    monkeypatch.setenv(DATA_ENV, str(tmp_path / "data"))
-    write_records(tmp_path / "teacher" / "predictions.jsonl", teacher_records(3))
-    with pytest.raises(SystemExit, match=r"no record passed screening \({'low_confidence': 3}\)"):
-        main(["--teacher", str(tmp_path / "teacher"), "--config", str(_dataset_config(tmp_path)),
-              "--out", str(tmp_path / "out"), "--threshold", "0.99"])
-
-
-def test_cli_reports_missing_teacher_folder(tmp_path):
-    with pytest.raises(SystemExit, match="predictions.jsonl: not found"):
-        main(["--teacher", str(tmp_path), "--config", "conll04", "--out", str(tmp_path / "o")])

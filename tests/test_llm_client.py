@@ -1,14 +1,15 @@
-"""The client above the wire: validation, re-asking, retries across endpoints, the call cache, accounting."""
+"""The client above the wire (`ie.llm.client`): validation, re-asking, retries across endpoints, the call cache,
+accounting; then the real SDK against a fault-injecting server, and (slow) the embedded one."""
 import asyncio
 import sqlite3
 
 import pytest
+from fault_server import FaultServer, Reply, always, closed_port
 from pydantic import BaseModel
 
 from ie.llm.cache import CallCache
-from ie.llm.choice import TOP_LOGPROBS, option_scores
-from ie.llm.client import LLMClient
-from ie.llm.fake import ScriptedTransport, next_token_response, schema_name
+from ie.llm.client import Endpoint, LLMClient, Timeouts
+from ie.llm.fake import ScriptedTransport, schema_name
 from ie.llm.types import SamplingParams, TransportError
 
 
@@ -56,7 +57,7 @@ def test_retryable_errors_move_to_the_next_endpoint():
     client = LLMClient([down, up], backoff_s=0.0)
     comps = run(client.structured([{"role": "user", "content": "q"}], Answer, n=3))
     assert all(c.ok for c in comps)
-    assert len(up.requests) == 3 and len(down.requests) >= 1
+    assert len(up.requests) == 3 and len(down.requests) == 3  # each sample tries `down` once, then moves on
 
 
 def test_non_retryable_error_fails_fast_and_raises():
@@ -110,6 +111,7 @@ def test_openai_transport_reads_key_from_env_only(monkeypatch):
     monkeypatch.setenv("MY_KEY", "sk-test")
     transport = OpenAITransport(Endpoint(url="http://127.0.0.1:9/v1", model="m", api_key_env="MY_KEY"))
     assert "sk-test" not in transport.name and "sk-test" not in repr(transport.endpoint)
+    assert transport._sdk.api_key == "sk-test"  # what the SDK sends: read from the variable, held nowhere else
 
 
 def scripted_server(statuses, bodies):
@@ -219,47 +221,7 @@ def test_wire_schema_drops_grammar_costly_bounds_but_validation_keeps_them():
     assert not c.ok and "items" in c.error
 
 
-
-def test_choice_reads_option_probabilities_from_the_next_token_and_is_cached(tmp_path):
-    t = ScriptedTransport(lambda r: next_token_response({"Loc": 0.5, " location": 0.2, "organ": 0.1, "o": 0.1}))
-    options = {"Loc": ["location"], "Org": ["organization"], "Other": ["other", "date"]}
-    msgs = [{"role": "user", "content": "what is Paris"}]
-    first = LLMClient([t], cache=CallCache(tmp_path / "c.sqlite"))
-    c = run(first.choose(msgs, options))
-    # "o" starts both "organization" and "other": it counts for neither.
-    assert c.ok and c.value.probabilities == pytest.approx({"Loc": 0.7 / 0.8, "Org": 0.1 / 0.8, "Other": 0.0})
-    assert c.value.mass == pytest.approx(0.8)
-    body = t.requests[0].body()
-    assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == TOP_LOGPROBS
-    assert "response_format" not in body and "grammar" not in body
-    again = run(LLMClient([t], cache=CallCache(tmp_path / "c.sqlite")).choose(msgs, options))
-    assert len(t.requests) == 1 and again.cached and again.value == c.value
-
-
-def test_choice_without_token_alternatives_or_option_words_is_an_error_not_a_guess():
-    plain = run(LLMClient([ScriptedTransport(lambda r: "Loc")]).choose([{"role": "user", "content": "?"}],
-                                                                     {"Loc": ["location"]}))
-    assert not plain.ok and "top_logprobs" in plain.error
-    off = run(LLMClient([ScriptedTransport(lambda r: next_token_response({"xyz": 0.9}))]).choose(
-        [{"role": "user", "content": "?"}], {"Loc": ["location"]}))
-    assert not off.ok and "no option word" in off.error
-    assert option_scores({"Paris": -0.1}, {"Loc": ["location"]}) is None
-
-
-def test_choice_without_token_alternatives_is_not_cached(tmp_path):
-    t = ScriptedTransport(lambda r: "Loc")
-    for _ in range(2):
-        c = run(LLMClient([t], cache=CallCache(tmp_path / "c.sqlite")).choose([{"role": "user", "content": "?"}],
-                                                                             {"Loc": ["location"]}))
-        assert not c.ok
-    assert len(t.requests) == 2
-
-
 # --- against a fault-injecting HTTP server on 127.0.0.1, through the real SDK ---
-
-from fault_server import FaultServer, Reply, always, closed_port
-
-from ie.llm.client import Endpoint, Timeouts
 
 ASK = [{"role": "user", "content": "where is Paris"}]
 VALID = Reply('{"label": "Loc", "confidence": 0.8}')
@@ -345,13 +307,6 @@ def test_an_invalid_answer_left_in_an_old_cache_is_not_replayed(tmp_path):
     assert c.ok and not c.cached and len(t.requests) == 2
 
 
-def test_check_command_reports_an_unanswered_call_in_one_line(capsys):
-    from ie.llm.__main__ import main as llm_main
-
-    assert llm_main(["check", "--endpoint", f"http://127.0.0.1:{closed_port()}/v1", "--model-name", "m"]) == 1
-    assert "error: no answer (connection error)" in capsys.readouterr().err
-
-
 def test_a_connect_timeout_is_retryable_a_read_timeout_is_not():
     import openai
 
@@ -368,3 +323,27 @@ def test_a_connect_timeout_is_retryable_a_read_timeout_is_not():
         exc.__cause__ = cause
         err = transport._error(exc, 12.0)
         assert (err.reason, err.retryable) == (reason, retryable)
+
+
+@pytest.mark.slow
+def test_the_real_servers_context_overflow_is_a_transport_failure(endpoint):
+    """llama.cpp's HTTP 400 for a prompt longer than the context is read as 'context overflow', not re-sent."""
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from ie.llm.types import TransportError
+
+    class Answer(BaseModel):
+        label: str
+
+    async def ask():
+        client = LLMClient.from_endpoints([endpoint], backoff_s=0.0)
+        try:
+            return await client.structured([{"role": "user", "content": "word " * 3000}], Answer)
+        finally:
+            await client.aclose()
+
+    with pytest.raises(TransportError) as info:
+        asyncio.run(ask())
+    assert info.value.reason == "context overflow" and info.value.status == 400 and "after" not in str(info.value)

@@ -1,18 +1,8 @@
-"""The shared record format and dataset configs: valid data loads, malformed data names file, line and field."""
+"""The shared record format (`ie.schema`): valid records round-trip, a malformed line names file, line and field."""
 import json
-from pathlib import Path
 
 import pytest
 
-from ie.config import (
-    CONFIGS_DIR,
-    ConfigError,
-    ScoreOptions,
-    load_config,
-    resolve_config_path,
-    score_options,
-    words_of_name,
-)
 from ie.schema import Record, RecordFormatError, append_record, read_records, write_records
 
 TEXT = "Reagan lives in America ."
@@ -62,53 +52,3 @@ def test_invalid_json_line(tmp_path):
     write_lines(path, [good(), "{not json"])
     with pytest.raises(RecordFormatError, match=r"bad.jsonl:2: field '<json>': invalid JSON"):
         read_records(path)
-
-
-def test_conll04_config_schema():
-    cfg = load_config(resolve_config_path("conll04"))
-    schema = cfg.task_schema
-    assert set(schema.entity_types) == {"Peop", "Loc", "Org", "Other"}
-    assert schema.relation_types["Live_In"].allows("Peop", "Loc")
-    assert not schema.relation_types["Live_In"].allows("Org", "Loc")
-    assert schema.exclusive("Live_In", "Work_For") and not schema.exclusive("Kill", "Kill")
-    assert schema.statement("Live_In", "Reagan", "America") == "Reagan lives in America"
-
-
-def test_config_errors_name_the_field(tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text("name: x\nformat: spert\nschema:\n  entity_types: {A: {description: a}}\n"
-                    "  relation_types: {R: {description: r, head: [B]}}\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: field 'schema': .*relation_types.R.head: unknown entity type 'B'"):
-        load_config(path)
-    with pytest.raises(ConfigError, match="no such config file"):
-        resolve_config_path("nope")
-
-
-def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
-    """An installed package has no repository around it: names and `configs/...` paths resolve inside it."""
-    monkeypatch.chdir(tmp_path)
-    shipped = CONFIGS_DIR / "conll04.yaml"
-    assert CONFIGS_DIR.parent.name == "ie" and shipped.is_file()
-    assert resolve_config_path("conll04") == resolve_config_path("configs/conll04.yaml") == shipped
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "conll04.yaml").write_text("name: mine\n")
-    assert resolve_config_path("configs/conll04.yaml") == Path("configs/conll04.yaml")  # a file here comes first
-    with pytest.raises(ConfigError, match="configs/nope.yaml: no such config file"):
-        resolve_config_path("configs/nope.yaml")
-
-
-def test_score_options_come_from_the_config_and_flags_override_them(tmp_path):
-    nyt = load_config(resolve_config_path("nyt"))
-    assert score_options(nyt) == ScoreOptions(re_mode="strings")
-    assert score_options(nyt, re_mode="strict", symmetric=None).re_mode == "strict"
-    assert score_options(None) == ScoreOptions() and score_options(load_config(resolve_config_path("semeval"))).semeval
-    path = tmp_path / "c.yaml"
-    path.write_text("name: x\nformat: spert\nschema: {entity_types: {A: {description: a}}}\nscore: {re_mod: x}\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: field 'score.re_mod'"):
-        load_config(path)
-
-
-def test_type_words_default_to_the_words_of_the_type_name():
-    assert words_of_name("OtherScientificTerm") == ["other scientific term"]
-    assert [words_of_name(n)[0] for n in ("PER", "Used-for", "Live_In", "HTTPServer")] == [
-        "per", "used for", "live in", "http server"]

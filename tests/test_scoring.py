@@ -3,26 +3,9 @@ import json
 
 import pytest
 
-from ie import score as score_cli
-from ie.bootstrap import paired_bootstrap
 from ie.config import load_config, resolve_config_path
-from ie.schema import Record, write_records
-from ie.scoring import Counts, NerErrors, Scores, evaluate, match_records, semeval_label
-
-TEXT = "Bo lives in New York ."  # Bo 0-2, lives 3-8, New 12-15, New York 12-20
-TEXT2 = "Al works for Acme ."  # Al 0-2, Acme 13-17
-
-
-def rec(rid, text, entities=(), relations=(), **extra):
-    ents = [{"start": s, "end": e, "type": t, "text": text[s:e]} for s, e, t in entities]
-    rels = [{"head": h, "tail": t, "type": r} for h, t, r in relations]
-    return Record(id=rid, text=text, entities=ents, relations=rels, **extra)
-
-
-GOLD = [
-    rec("r1", TEXT, [(0, 2, "PER"), (12, 20, "LOC")], [(0, 1, "Live_In")]),
-    rec("r2", TEXT2, [(0, 2, "PER"), (13, 17, "ORG")], [(0, 1, "Work_For")]),
-]
+from ie.scoring import NerErrors, Scores, evaluate, match_records, semeval_label
+from tests.score_cases import GOLD, TEXT, TEXT2, rec
 
 
 def micro(result, task="ner"):
@@ -186,86 +169,3 @@ def test_semeval_official_macro_f1_by_hand():
     assert result.macro.precision == pytest.approx(0.5)
     # Micro: tp 3 of 6 predicted, 5 gold -> P 0.5, R 0.6, F1 6/11.
     assert result.micro.f1 == pytest.approx(6 / 11)
-
-
-def test_cli_json_keys_and_table(tmp_path, capsys):
-    gold, pred = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
-    write_records(gold, GOLD)
-    write_records(pred, [GOLD[0], rec("stray", "x")])
-    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--json", "--config", "conll04"]) == 0
-    captured = capsys.readouterr()
-    result = json.loads(captured.out)
-    assert set(result) == {"ner", "re", "errors", "records", "unmatched_predictions", "match"}
-    assert result["match"] == {"matched": 1, "missing": {"count": 1, "first": ["r2"]},
-                               "extra": {"count": 1, "first": ["stray"]}}
-    assert set(result["ner"]["micro"]) == {"precision", "recall", "f1", "tp", "fp", "fn"}
-    assert result["re"]["mode"] == "strict" and "Kill" in result["re"]["per_type"]
-    assert set(result["errors"]) >= {"boundary", "wrong_type", "missing", "spurious"}
-    assert "warning: prediction ids not in gold (ignored): 1 (first: stray)" in captured.err
-    assert "warning: gold records with no prediction (scored as empty): 1 (first: r2)" in captured.err
-    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--re-mode", "boundaries"]) == 0
-    table = capsys.readouterr().out
-    assert "RE (boundaries)" in table and "gold records with no prediction (scored as empty): 1 (first: r2)" in table
-    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--json", "--config", "nyt"]) == 0
-    assert json.loads(capsys.readouterr().out)["re"]["mode"] == "strings"  # the config's `score:` default
-    assert score_cli.main(["--gold", str(tmp_path / "none.jsonl"), "--pred", str(pred)]) == 1
-
-
-def test_paired_bootstrap_by_hand():
-    even = [Counts(1, 0, 0)] * 10
-    same = paired_bootstrap(even, even, resamples=200)
-    assert (same.difference, same.low, same.high, same.p_not_better) == (0.0, 0.0, 0.0, 1.0)
-    # B finds the entity A misses on half the records: a tie only on resamples without them, 2**-10 of them.
-    worse = [Counts(0, 0, 1)] * 5 + [Counts(1, 0, 0)] * 5
-    better = paired_bootstrap(worse, even, resamples=200)
-    assert better.f1_b == 1.0 and better.f1_a == pytest.approx(2 / 3) and better.difference == pytest.approx(1 / 3)
-    assert 0 < better.low <= better.difference <= better.high and better.p_not_better < 0.01
-    # One record decides it: B wins on it, loses nothing elsewhere, so resamples without it are ties.
-    one = paired_bootstrap([Counts(0, 0, 1)] + even[1:], even, resamples=2000, seed=1)
-    assert one.low == 0.0 and one.high > 0 and 0.3 < one.p_not_better < 0.4  # (1 - 1/10)^10 = 0.35 miss it
-    assert paired_bootstrap(worse, even, resamples=200, seed=3) == paired_bootstrap(worse, even, resamples=200, seed=3)
-    with pytest.raises(ValueError, match="same non-empty records"):
-        paired_bootstrap(even, even[:3])
-
-
-def test_cli_baseline_bootstrap_pairs_records_by_gold_id(tmp_path, capsys):
-    gold, pred, base = tmp_path / "g.jsonl", tmp_path / "p.jsonl", tmp_path / "b.jsonl"
-    write_records(gold, GOLD)
-    write_records(pred, GOLD[::-1])  # order must not matter: records pair by id
-    write_records(base, [GOLD[0], rec("r2", TEXT2)])  # r2 empty: all its entities and its relation are misses
-    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--baseline", str(base), "--json",
-                           "--resamples", "100"]) == 0
-    difference = json.loads(capsys.readouterr().out)["baseline"]["difference"]
-    assert difference["ner"]["f1_a"] == pytest.approx(2 / 3) and difference["ner"]["f1_b"] == 1.0
-    assert difference["re"]["difference"] == pytest.approx(1 / 3) and difference["re"]["resamples"] == 100
-    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--baseline", str(base)]) == 0
-    assert "NER F1 minus baseline: +33.33 (100.00 against 66.67), 95% interval" in capsys.readouterr().out
-
-
-def test_cli_refuses_files_that_do_not_belong_together(tmp_path, capsys):
-    gold, pred, base = tmp_path / "g.jsonl", tmp_path / "p.jsonl", tmp_path / "b.jsonl"
-    write_records(gold, GOLD)
-
-    def score(*extra):
-        code = score_cli.main(["--gold", str(gold), "--pred", str(pred), *extra])
-        return code, capsys.readouterr()
-
-    write_records(pred, [GOLD[0], rec("r2", "Al works for Acme Corp .")])  # same id, another text
-    code, out = score()
-    assert code == 1 and "record 'r2'" in out.err and "do not belong together" in out.err and not out.out
-    write_records(pred, [rec("a", "x"), rec("b", "y")])  # no id in gold
-    code, out = score()
-    assert code == 1 and "no prediction matches a record of" in out.err and "'a'" in out.err
-    write_records(pred, [])
-    code, out = score()
-    assert code == 1 and "holds no record" in out.err
-    write_records(pred, GOLD)
-    write_records(base, [GOLD[0]])  # the baseline lacks r2
-    code, out = score("--baseline", str(base))
-    assert code == 1 and "--baseline: record 'r2' is in" in out.err and str(base) in out.err
-    write_records(base, [*GOLD, rec("r3", "z")])  # the baseline has a record --pred lacks
-    code, out = score("--baseline", str(base))
-    assert code == 1 and "record 'r3' is in" in out.err
-    write_records(base, [GOLD[0], rec("r2", "Al works for Acme Corp .")])  # same ids, another text
-    code, out = score("--baseline", str(base))
-    assert code == 1 and "record 'r2': the prediction" in out.err and "baseline" in out.err

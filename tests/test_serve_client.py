@@ -11,6 +11,7 @@ from ie.llm.types import SamplingParams, TransportError
 from ie.schema import Record, read_records, write_records
 from ie.student_format import build_messages, mention_rules
 from serve.client import StudentExtractor, extract, main
+from tests.teacher_script import GOLD as TEACHER_GOLD
 
 DATASET = load_config(resolve_config_path("conll04"))
 SCHEMA = DATASET.task_schema
@@ -200,3 +201,22 @@ def test_cli_read_timeout_flags_and_input_errors(tmp_path, capsys):
 def test_library_extract_needs_the_dataset_config():
     with pytest.raises(TypeError, match="config"):
         extract("Ann lives in Rome .", endpoint="http://127.0.0.1:9/v1", model="m")  # type: ignore[call-arg]
+
+
+def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, capsys):
+    data, out = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    write_records(data, TEACHER_GOLD[:2])
+    answer = json.dumps({"entities": [{"text": "NASA", "type": "Org"}, {"text": "Houston", "type": "Loc"}],
+                         "relations": [{"head": "NASA", "head_type": "Org", "type": "OrgBased_In",
+                                        "tail": "Houston", "tail_type": "Loc"}]})
+    with FaultServer(lambda body: Reply(answer)) as server:
+        assert main(["--endpoint", server.url, "--model", "m", "--input", str(data), "--config", "conll04",
+                     "--out", str(out), "--retries", "0"]) == 0
+    # record a: its text has neither name, so nothing is grounded; record b: both entities and the relation right
+    # NER P 2/2, R 2/5 -> F1 57.1; RE P 1/1, R 1/1 -> F1 100
+    assert capsys.readouterr().out.splitlines() == [
+        "student: 2 of 2 records labelled, 0 failed",
+        "  NER F1 57.1, RE F1 100.0 (strict) against the gold",
+        "  per record: 1.0 calls, 15 tokens",
+        f"  records: {out}",
+        f"  run: {out.with_suffix('.run.json')}"]

@@ -1,8 +1,12 @@
-"""`teacher.report`: the report a person reads, tables and sentences rather than Python dicts."""
+"""`teacher.report`: the report a person reads, tables and sentences rather than Python dicts, scored as the
+dataset config says."""
+import json
+
 from ie.schema import Record
 from ie.scoring import evaluate
 from teacher.config import TeacherConfig
 from teacher.report import TeacherMetrics, render_report, run_summary
+from tests.schemas import nyt_strings_pair
 
 GOLD = Record(id="a", text="Dole met Reagan .", entities=[
     {"start": 0, "end": 4, "type": "Peop", "text": "Dole"}, {"start": 9, "end": 15, "type": "Peop", "text": "Reagan"}])
@@ -49,3 +53,17 @@ def test_a_debate_without_conflicts_says_so_without_empty_tables():
     report = render_report(metrics, TeacherConfig(split="dev", method="direct", progress=False))
     debate = report.split("## Debate\n")[1].split("## Cost per record")[0]
     assert "Conflicts found: 0." in debate and "| conflict kind |" not in debate and "actions: none." in debate
+
+
+def test_report_scores_as_the_config_s_score_section_says(tmp_path):
+    from ie.config import load_config, resolve_config_path
+    from teacher.report import write_report
+
+    nyt = load_config(resolve_config_path("nyt"))
+    gold, pred = nyt_strings_pair()  # the same triple on the other "Iceland": right as strings, wrong if strict
+    metrics = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt"))
+    assert metrics.re.mode == "strings" and metrics.re.micro.tp == 1
+    assert json.loads((tmp_path / "metrics.json").read_text()) == metrics.as_dict()
+    assert "RE (strings)" in (tmp_path / "report.md").read_text()
+    strict = write_report(tmp_path, [gold], [pred], nyt, TeacherConfig(config="nyt", re_mode="strict"))
+    assert strict.re.micro.tp == 0

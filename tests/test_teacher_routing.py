@@ -1,16 +1,17 @@
-"""Routing (teacher/routing.py): the pure decision, and the router driven by a scripted LLM on each schema."""
+"""Routing (teacher/routing.py): the pure decision, and the router driven by a scripted LLM on each schema, then
+(slow) by the embedded server."""
 import pytest
 from pydantic import ValidationError
 
 from ie.config import load_config, resolve_config_path
-from ie.llm.client import response_format
+from ie.llm.client import Endpoint, LLMClient, response_format
 from ie.llm.fake import schema_name
 from ie.schema import Entity, Record, Relation
 from teacher.config import TeacherConfig
 from teacher.report import run_summary, write_report
 from teacher.routing import MAX_RELATION_TYPES, NOT_ROUTED, decide, gold_types_kept, route_answer
 from tests.schemas import CASES, CONLL04, NYT
-from tests.test_teacher_debate import Script, agent_answers, by_name, called, found_args, label, on, with_pairs
+from tests.teacher_script import FAST, Script, agent_answers, by_name, called, found_args, label, on, with_pairs
 
 CONLL = CONLL04.schema
 
@@ -84,10 +85,6 @@ def test_auto_routes_only_a_schema_with_many_types(name, mode, routed):
     assert bool(called(script, out, "router")) == routed == bool(out.model_extra["debate"]["routing"])
 
 
-def test_yaml_off_and_on_read_as_the_modes():
-    assert TeacherConfig(routing=False).routing == "off" and TeacherConfig(routing=True).routing == "on"
-
-
 @by_name
 def test_likelihood_router_routes_the_types_whose_yes_is_probable_enough(case):
     ents, rels = case.routed
@@ -142,3 +139,37 @@ def test_routing_is_recorded_only_for_crossagentie(case):
     script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": [], "relation_types": []}})
     out = on(case, script, method="type-agents", routing="on")
     assert not called(script, out, "router") and out.model_extra["debate"]["routing"] == {}
+
+
+@pytest.mark.parametrize("route_by", ["answer", "likelihood"])
+@pytest.mark.slow
+def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint, route_by):
+    import asyncio
+
+    from teacher.runner import label_records
+
+    schema = load_config(resolve_config_path("nyt")).task_schema
+    text = "Bobby Fischer , the chess champion , lived in Reykjavik , the capital of Iceland ."
+    # As the embedded run asks it: llguidance keeps the answer's lists within their bounds.
+    grammar = Endpoint(endpoint.url, endpoint.model, structured_output="llguidance")
+    client = LLMClient.from_endpoints([grammar], max_parse_retries=0)
+    cfg = TeacherConfig(**{**FAST, "max_tokens": 96, "routing": "on", "route_by": route_by,
+                           "summarizer": "likelihood", "max_rounds": 0})
+    [out] = asyncio.run(label_records([Record(id="r", text=text)], "crossagentie", schema, client, cfg))
+    calls, routing = out.model_extra["debate"]["calls"], out.model_extra["debate"]["routing"]
+    routers = [c for c in calls if c["role"] == "router"]
+    assert routers == calls[:len(routers)] and all("error" not in c for c in routers)
+    assert routing["fallback"] is None
+    if route_by == "answer":
+        [router] = routers
+        assert router["completion_tokens"] > 0 and router["answer"] == routing["answer"]
+        assert set(routing["answer"]["relation_types"]) <= set(schema.relation_types)
+    else:
+        assert len(routers) == len(schema.entity_types) + len(schema.relation_types)
+        assert all(c["completion_tokens"] == 1 for c in routers)
+        assert routing["answer"] and all(0 <= p <= 1 for p in routing["answer"].values())
+    agents = {f"ner:{t}" for t in schema.entity_types} | {f"re:{r}" for r in schema.relation_types}
+    routed = {f"ner:{t}" for t in routing["entity_types"]} | {f"re:{r}" for r in routing["relation_types"]}
+    assert routed | set(routing["skipped"]) == agents and not routed & set(routing["skipped"])
+    called = {c["agent"] for c in calls if c["role"] in ("ner_agent", "re_agent")}
+    assert called <= routed and out.model_extra["stats"]["agents_skipped_by_routing"] == len(routing["skipped"])

@@ -1,6 +1,7 @@
-"""Every entry point on `ie.cli` takes its settings the same way: the dataclass default, then the dataset config's
-section, then the flag given. A section key that is no setting is refused naming the file and the key, an
-abbreviated flag is refused, and every setting's flag shows its help and default."""
+"""Every entry point takes its settings the same way (`ie.cli`): the dataclass default, then the dataset
+config's section, then the flag given. A section key that is no setting is refused naming the file and the
+key, an abbreviated flag is refused (argparse's prefix matching would take `--max-round` for `--max-rounds`):
+a typo is an error, never another setting; and every flag shows its help and default."""
 import argparse
 import dataclasses
 import importlib
@@ -10,7 +11,6 @@ import pytest
 import yaml
 
 from distill.config import DistillConfig
-from ie.cli import add_flags, from_sources, opt
 from ie.config import CONFIGS_DIR, ConfigError
 from serve.bench import BenchConfig
 from teacher.config import TeacherConfig
@@ -51,6 +51,8 @@ ENTRY_POINTS = [
     EntryPoint("distill.__main__", DistillConfig, "distill", "distill.__main__.load_exclusion", "ner_per_type", (2, 3)),
     EntryPoint("serve.bench", BenchConfig, "bench", "serve.bench_run.run_bench", "concurrency", (3, 2)),
 ]
+
+
 IDS = [e.section for e in ENTRY_POINTS]
 
 
@@ -128,30 +130,65 @@ def test_every_setting_is_a_flag_showing_its_help_and_default(entry):
         assert f.metadata["help"] and help_text.startswith(f.metadata["help"] + " (default ")
 
 
-@dataclasses.dataclass
-class Toy:
-    dry: bool = opt(False, "a switch")
-    cache: bool = opt(True, "on unless --no-cache")
-    limit: int | None = opt(None, "a number or nothing")
-    sizes: list[int] = opt([1], "numbers")
-    note: str = opt("x", "text")
+def _parse(module: str, argv: list[str]) -> None:
+    importlib.import_module(module).build_parser().parse_args(argv)
 
 
-def test_flags_are_typed_from_the_annotation():
-    parser = argparse.ArgumentParser(allow_abbrev=False)
-    add_flags(parser, Toy)
-    given = vars(parser.parse_args(["--dry", "--no-cache", "--limit", "3", "--sizes", "2, 3", "--sizes", "4"]))
-    assert given == {"dry": True, "cache": False, "limit": 3, "sizes": [2, 3, 4], "note": None}
-    assert vars(parser.parse_args([])) == dict.fromkeys(given)
+def _main(module: str, argv: list[str]) -> None:
+    importlib.import_module(module).main(argv)
+
+
+CASES = [
+    ("teacher.__main__", _parse, ["run", "--max-round", "1"], "--max-round"),
+    ("serve.client", _parse, ["--endpoint", "u", "--model", "m", "--input", "i", "--config", "c", "--out", "o",
+                              "--max-token", "5"], "--max-token"),
+    ("serve.bench", _parse, ["--method", "direct"], "--method"),
+    ("serve.vllm", _parse, ["--base", "b", "--prin"], "--prin"),
+    ("serve.local", _parse, ["--adapt", "x.gguf"], "--adapt"),
+    ("ie.llm.__main__", _parse, ["check", "--max-token", "5"], "--max-token"),
+    ("ie.datasets.__main__", _parse, ["stats", "conll04", "--spli", "dev"], "--spli"),
+    ("ie.score", _parse, ["--gold", "g", "--pred", "p", "--baseli", "b"], "--baseli"),
+    ("distill.__main__", _parse, ["--teacher", "t", "--config", "c", "--out", "o", "--thresh", "0.5"], "--thresh"),
+    ("student.gguf_lora", _main, ["adapter_dir", "--dtyp", "f16"], "--dtyp"),
+]
+
+
+@pytest.mark.parametrize(("module", "call", "argv", "flag"), CASES, ids=[c[0] for c in CASES])
+def test_abbreviated_flags_are_refused(module, call, argv, flag, capsys):
+    with pytest.raises(SystemExit) as info:
+        call(module, argv)
+    assert info.value.code == 2 and f"unrecognized arguments: {flag}" in capsys.readouterr().err
+
+
+def test_trl_entry_points_refuse_abbreviated_flags(tmp_path):
+    pytest.importorskip("trl")
+    from train_student import build_parser
+
     with pytest.raises(SystemExit):
-        parser.parse_args(["--sizes", "1,x"])
-    assert "(default 1)" in parser.format_help() and Toy().sizes is not Toy().sizes
+        build_parser().parse_args(["--data", "d", "--max_step", "3"])
+    train = tmp_path / "train.jsonl"
+    train.write_text("{}\n")
+    from student import openai_ft
+
+    with pytest.raises(ValueError, match="--dry-ru"):  # HfArgumentParser names the arguments it did not use
+        openai_ft.main(["--train", str(train), "--dry-ru"])
 
 
-def test_from_sources_keeps_reserved_keys_out_and_names_the_file_in_errors():
-    assert from_sources(Toy, "toy", {"limit": 2, "prices": {}}, {"limit": None, "verbose": True}, "t.yaml",
-                        reserved=("prices",)) == Toy(limit=2)
-    with pytest.raises(ConfigError, match=r"^t.yaml: toy.prices: unknown setting; known: \['cache', 'dry', "):
-        from_sources(Toy, "toy", {"prices": {}}, {}, "t.yaml")
-    with pytest.raises(ConfigError, match=r"^t.yaml: teacher.concurrency: must be at least 1, got 0$"):
-        from_sources(TeacherConfig, "teacher", {"concurrency": 0}, {}, "t.yaml")
+PARSERS = ["teacher.__main__", "serve.client", "serve.bench", "serve.vllm", "serve.local", "ie.llm.__main__",
+           "ie.datasets.__main__", "ie.score", "distill.__main__"]
+
+
+def _actions(parser: argparse.ArgumentParser, name: str):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                yield from _actions(subparser, f"{name} {sub}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield name, action
+
+
+@pytest.mark.parametrize("module", PARSERS)
+def test_every_flag_has_help_text(module):
+    actions = list(_actions(importlib.import_module(module).build_parser(), module))
+    missing = [f"{name} {a.option_strings or a.dest}" for name, a in actions if not (a.help or "").strip()]
+    assert actions and not missing

@@ -1,0 +1,29 @@
+"""`teacher.answers`: the agents' answers are lenient (a confidence of 85 is 0.85, a long quote or list is cut) and
+typed to the schema and the dataset's mention profile."""
+import pytest
+from pydantic import ValidationError
+
+from ie.mentions import MentionProfile
+from teacher.answers import Stance, Verdict, VerifyAnswer, agent_answers, typed_answers
+
+PROFILE = MentionProfile(max_chars=10, items_per_agent=2)
+
+
+def test_a_near_miss_is_read_not_refused():
+    stance = Stance.model_validate({"item": 1, "choice": "A", "confidence": 85, "reason": "x" * 30})
+    assert stance.confidence == 0.85 and stance.reason == "x" * 20
+    assert [Verdict(item=1, accept=True, confidence=c).confidence for c in (0.4, 1, 250, -3)] == [0.4, 1.0, 1.0, 0.0]
+    many = [{"item": i, "accept": True, "confidence": 1} for i in range(8)]
+    assert len(VerifyAnswer.model_validate({"verdicts": many}).verdicts) == 5
+    mentions = agent_answers(PROFILE).mention_list.model_validate(
+        {"items": [{"text": "Smithsonian Institution", "confidence": 0.9}] * 3})
+    assert [m.text for m in mentions.items] == ["Smithsonia"] * 2  # the profile's max_chars and items_per_agent
+    assert agent_answers(PROFILE) is agent_answers(MentionProfile(max_chars=10, items_per_agent=2))
+
+
+def test_the_baselines_answers_hold_only_the_schema_s_types():
+    assert sorted(typed_answers(("Peop",), (), PROFILE)) == ["direct"]  # no relation types: no relation answers
+    assert sorted(typed_answers(("Peop",), ("Kill",), PROFILE)) == ["direct", "direct_re", "one_step"]
+    with pytest.raises(ValidationError):
+        typed_answers(("Peop",), (), PROFILE)["direct"].model_validate(
+            {"entities": [{"text": "Rome", "type": "Loc", "confidence": 1}]})

@@ -1,0 +1,50 @@
+"""`teacher.summarizer` driven by a scripted LLM: what a debate leaves open, one written verdict settles."""
+
+
+from ie.llm.fake import schema_name
+from tests.teacher_script import (
+    CONFLICT,
+    SMITHSONIAN,
+    Script,
+    agent_answers,
+    by_name,
+    called,
+    entities,
+    label,
+    on,
+    stance,
+)
+
+
+def test_deadlock_goes_to_the_summarizer_after_max_rounds():
+    script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("A"), ("DebateAnswer", "Org"): stance("B"),
+                     "SummaryAnswer": stance("B", 0.7, key="verdicts")})
+    out = label(script, SMITHSONIAN, max_rounds=2, summarizer="generate")
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Org'
+    roles = script.roles(out)
+    assert roles.count(("debater", "ner:Loc")) == 2 and roles.count(("summarizer", "summarizer")) == 1
+    assert ("Smithsonian", "Org") in entities(out)
+
+
+def test_only_the_summarizer_may_reject_every_option():
+    # A debater's N is not an option: the Loc agent keeps its stance, so round 1 ends without consensus.
+    script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("N"), ("DebateAnswer", "Org"): stance("B"),
+                     "SummaryAnswer": stance("N", key="verdicts")})
+    out = label(script, SMITHSONIAN, max_rounds=1)
+    assert entities(out) == [("Washington", "Loc")]
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert [s["choice"] for s in conflict["stances"] if s["agent"] == "ner:Loc"] == ["A"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] is None
+    summary = next(r for r in script.transport.requests if schema_name(r) == "SummaryAnswer")
+    assert "N) none is correct" in summary.messages[1]["content"]
+
+
+@by_name
+def test_deadlock_goes_to_the_written_summarizer(case):
+    script = Script({**agent_answers(case, conflict=True), "DebateAnswer": stance("N"),
+                     "SummaryAnswer": stance(case.winner_letter(), key="verdicts")})
+    out = on(case, script, max_rounds=1, summarizer="generate")
+    [conflict] = out.model_extra["debate"]["conflicts"]
+    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == case.conflict_labels()[0]
+    assert sum(called(script, out, "debater").values()) == 2 and called(script, out, "summarizer") == {"summarizer": 1}
