@@ -104,3 +104,15 @@ def test_bad_combinations_are_refused_before_a_server_starts():
         crossagentie.extract("x .", schema=SCHEMA, method="student")
     with pytest.raises(ConfigError, match="model_name: --endpoint needs --model-name"):
         crossagentie.extract("x .", schema=SCHEMA, method="direct", endpoint="http://127.0.0.1:9/v1")
+
+
+@pytest.mark.slow
+def test_a_teacher_method_labels_through_the_api_on_the_real_embedded_model(endpoint):
+    texts = ["Ronald Reagan lives in Washington .", "NASA is based in Houston ."]
+    records = crossagentie.extract_batch(texts, schema="conll04", method="direct", endpoint=endpoint.url,
+                                         model_name=endpoint.model, max_tokens=64)
+    assert [r.text for r in records] == texts
+    for record in records:
+        assert record.model_extra["debate"]["method"] == "direct" and record.model_extra["stats"]["failed_calls"] == 0
+        assert all(record.text[e.start:e.end] == e.text for e in record.entities)
+

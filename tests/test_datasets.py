@@ -173,4 +173,8 @@ def test_cli_stats_and_export(tmp_path, capsys):
     assert len(load_input(out)) == 3453
     assert datasets_cli.main(["export", "conll2003", "--split", "test", "--limit", "5", "--out", str(out)]) == 0
     assert [r.id for r in load_input(out)] == [r.id for r in load_split(load_config(resolve_config_path("conll2003")), "test")[:5]]
+    test = load_split(load_config(resolve_config_path("conll2003")), "test")
+    assert datasets_cli.main(["export", "conll2003", "--split", "test", "--offset", "5", "--limit", "3",
+                              "--out", str(out)]) == 0
+    assert [r.id for r in load_input(out)] == [r.id for r in test[5:8]]
     assert datasets_cli.main(["stats", "conll04", "--split", "nope"]) == 1

@@ -5,6 +5,9 @@ import json
 
 import pytest
 
+from ie.config import load_config, resolve_config_path
+from ie.datasets import load_split
+from ie.schema import read_records
 from serve import bench
 from serve.bench_metrics import (
     NER_F1_GAIN_TARGET,
@@ -43,6 +46,17 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert len(fake_endpoints.requests) == calls
     assert bench.main(argv + ["--fresh"]) == 0
     assert len(fake_endpoints.requests) > calls
+
+
+def test_an_offset_bench_labels_and_scores_the_slice_after_it(tmp_path, fake_endpoints):
+    argv = ["--config", "conll04", "--split", "dev", "--offset", "3", "--limit", "2", "--out", str(tmp_path),
+            "--methods", "direct", "--endpoint", "http://fake/v1", "--model-name", "fake"]
+    assert bench.main(argv) == 0
+    dev = load_split(load_config(resolve_config_path("conll04")), "dev")
+    labelled = read_records(tmp_path / "predictions" / "direct.jsonl")
+    assert [r.id for r in labelled] == [r.id for r in dev[3:5]]
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["dataset"] == "conll04 dev 4-5" and data["rows"][0]["sentences"] == 2
 
 
 def test_failed_records_are_not_scored_the_bench_exits_1_and_a_rerun_labels_them(tmp_path, fake_endpoints, capsys):
