@@ -1,24 +1,25 @@
 """Turn a teacher run into student training data.
 
     python -m distill --teacher runs/X --config configs/conll04.yaml --out data/distilled/X \
-        [--ner-per-type 5 --re-per-type 4] [--threshold 0.6] [--exclude FILE.jsonl] [--sweep-ner-per-type 1,3,5,7]
+        [--ner-per-type 5 --re-per-type 4] [--threshold 0.6] [--exclude FILE.jsonl] [--sweep-per-type 1,3,5,all]
 
-Settings come from the config's `distill:` section, then the flags. The dataset's `exclude_splits`
+Settings come from the config's `distill:` section, then the flags. A sweep writes one folder a point into --out:
+`per_type<k>/` (k per entity type, min(k, re_per_type) per relation type) and `per_type_all/` (every record that
+passes screening), each split into train and validation alike. The dataset's `exclude_splits`
 (default dev and test) and every `--exclude` file are kept out by id and by text.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from distill.config import DistillConfig
+from distill.config import DistillConfig, SweepPoint
 from distill.export import export, file_sha256
-from distill.select import Exclusion, screen, select
+from distill.select import Exclusion, Screening, Selection, screen, select, select_all
 from ie.cli import add_flags, from_sources
-from ie.config import DatasetConfig, load_config, resolve_config_path
+from ie.config import DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
 from ie.schema import Record, read_records
 
@@ -53,6 +54,13 @@ def load_exclusion(dataset: DatasetConfig, cfg: DistillConfig) -> tuple[Exclusio
     return Exclusion.from_records(records), counts
 
 
+def selection_at(point: SweepPoint | None, screening: Screening, schema: TaskSchema, cfg: DistillConfig
+                 ) -> Selection:
+    """The records `point` trains on (outside a sweep: cfg's per-type counts)."""
+    caps = (cfg.ner_per_type, cfg.re_per_type) if point is None else point.caps(cfg)
+    return select_all(screening.passed, schema) if caps is None else select(screening.passed, schema, *caps, cfg.seed)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
@@ -66,14 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"screening: {screening.summary()}")
     sources = {"teacher": str(predictions), "teacher_sha256": file_sha256(predictions),
                "config": str(dataset.source), "excluded_records": excluded}
-    for k in cfg.sweep_ner_per_type or [cfg.ner_per_type]:
-        run_cfg = dataclasses.replace(cfg, ner_per_type=k, sweep_ner_per_type=[])
-        out = args.out / f"ner{k}" if cfg.sweep_ner_per_type else args.out
-        selection = select(screening.passed, dataset.task_schema, k, run_cfg.re_per_type, run_cfg.seed)
+    points: list[SweepPoint | None] = [*cfg.sweep_points()] or [None]
+    for point in points:
+        out = args.out / point.folder if point else args.out
+        selection = selection_at(point, screening, dataset.task_schema, cfg)
         if not selection.records:
             raise SystemExit(f"{predictions}: no record passed screening ({screening.summary()['reasons']}); "
                              "lower --threshold, or label sentences outside the excluded splits")
-        manifest = export(out, screening, selection, dataset.task_schema, run_cfg, sources)
+        manifest = export(out, screening, selection, dataset.task_schema, cfg, sources, point)
         sel = manifest["selection"]
         cost = manifest["openai"].get("estimated_cost_usd")
         print(f"{out}: {sel['records']} records (train {sel['train']}, validation {sel['validation']}); "

@@ -5,7 +5,8 @@
 - `dataset/`: the same as a saved `datasets.DatasetDict` (splits `train` and, when not empty, `validation`;
   columns `id`, `messages`);
 - `selected.jsonl`: the chosen teacher records (labels and confidences, no transcripts);
-- `manifest.json`: sources, settings, screening reasons, counts per type, split ids, warnings, seed, template
+- `manifest.json`: sources, the sweep point (`per_type`: `"5"`, `"all"`, or null outside a sweep), the settings it
+  ran with, screening reasons, counts per type, split ids, warnings, seed, template
   sha256, and the OpenAI plan (examples, tokens, estimated cost) or why the file would be rejected.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from distill.config import DistillConfig
+from distill.config import DistillConfig, SweepPoint
 from distill.select import Screening, Selection, label_counts
 from ie.chat_examples import DataError
 from ie.config import TaskSchema
@@ -75,8 +76,9 @@ def _labels_only(record: Record) -> Record:
 
 
 def export(out: Path, screening: Screening, selection: Selection, schema: TaskSchema, cfg: DistillConfig,
-           sources: dict[str, Any]) -> dict[str, Any]:
-    """Write the folder described in the module doc; return the manifest."""
+           sources: dict[str, Any], point: SweepPoint | None = None) -> dict[str, Any]:
+    """Write the folder described in the module doc; return the manifest. `point`: the sweep point `selection`
+    was made at, whose caps the settings then show."""
     out.mkdir(parents=True, exist_ok=True)
     train, val = split_records(selection.records, cfg.validation_fraction, cfg.seed)
     splits = {name: [{"id": r.id, "messages": to_example(r, schema)} for r in rows]
@@ -88,7 +90,8 @@ def export(out: Path, screening: Screening, selection: Selection, schema: TaskSc
     openai = plan_openai(out / "train.jsonl", out / "validation.jsonl" if val else None, cfg.openai_model)
     manifest = {
         "sources": sources,
-        "settings": cfg.as_dict(),
+        "per_type": None if point is None else point.label,
+        "settings": cfg.as_dict() if point is None else point.settings(cfg),
         "seed": cfg.seed,
         "template": {"path": TEMPLATE_PATH.name, "sha256": template_sha256()},
         "screening": screening.summary(),

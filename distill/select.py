@@ -5,6 +5,7 @@
 2. `select`: per entity type `ner_per_type` records and per relation type `re_per_type` records that contain
    it, highest record confidence first (seeded tie-break), each record at most once. Types are filled rarest
    first, so a common type cannot use up the few records a rare type has. A chosen record keeps all its labels.
+   `select_all` takes every record instead (the sweep's `all` point).
 """
 from __future__ import annotations
 
@@ -153,6 +154,12 @@ def select(records: list[Record], schema: TaskSchema, ner_per_type: int, re_per_
                             f"({candidates[kind]} passing records contain it)")
     return Selection(records=[records[i] for i in taken], chosen_for={k: chosen_for[k] for k in wanted},
                      candidates=candidates, warnings=warnings)
+
+
+def select_all(records: list[Record], schema: TaskSchema) -> Selection:
+    """Every record, in order, each type "chosen" by the records that contain it: nothing is left out."""
+    holders = {k: [r.id for r in records if k in _types_in(r)] for k in _wanted(schema, 0, 0)}
+    return Selection(records=list(records), chosen_for=holders, candidates={k: len(v) for k, v in holders.items()})
 
 
 def label_counts(records: Iterable[Record]) -> dict[str, int]:

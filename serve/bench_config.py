@@ -47,6 +47,13 @@ class BenchConfig:
         if self.concurrency < 1:
             raise ConfigError(f"bench.concurrency: must be at least 1, got {self.concurrency}")
 
+    def student_used(self) -> str:
+        """The student a bench ran (bench.json's `student_adapter`): the model at --student-endpoint when one is
+        given, else the --student-adapter file."""
+        if self.student_endpoint:
+            return f"{self.student_model} at {self.student_endpoint}"
+        return str(self.student_adapter)
+
     def settings_key(self, method: str) -> dict[str, Any]:
         """What a reusable row must have been measured with: the settings, and the content of everything that
         decides its labels (dataset config, prompts and code; the student's adapter file)."""

@@ -254,6 +254,8 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
               "concurrency": cfg.concurrency,
               "rows measured": {m: f"{rows[m].measured_at} ({'fresh, no cache' if rows[m].fresh else 'cache on'})"
                                 for m in cfg.methods}}
+    if "student" in cfg.methods:
+        header["student_adapter"] = cfg.student_used()
     overhead = {m: o.model_dump(mode="json") for m in cfg.methods if (o := rows[m].overhead)}
     if overhead:
         header["orchestration overhead"] = overhead

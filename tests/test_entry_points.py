@@ -145,6 +145,7 @@ CASES = [
     ("serve.bench", _parse, ["--method", "direct"], "--method"),
     ("serve.vllm", _parse, ["--base", "b", "--prin"], "--prin"),
     ("serve.local", _parse, ["--adapt", "x.gguf"], "--adapt"),
+    ("serve.bench_sweep", _parse, ["--bench", "b", "--out", "o", "--benc", "c"], "--benc"),
     ("ie.llm.__main__", _parse, ["check", "--max-token", "5"], "--max-token"),
     ("ie.datasets.__main__", _parse, ["stats", "conll04", "--spli", "dev"], "--spli"),
     ("ie.score", _parse, ["--gold", "g", "--pred", "p", "--baseli", "b"], "--baseli"),
@@ -175,7 +176,7 @@ def test_trl_entry_points_refuse_abbreviated_flags(tmp_path):
 
 
 PARSERS = ["teacher.__main__", "serve.client", "serve.bench", "serve.vllm", "serve.local", "ie.llm.__main__",
-           "ie.datasets.__main__", "ie.score", "distill.__main__"]
+           "ie.datasets.__main__", "ie.score", "distill.__main__", "serve.bench_sweep"]
 
 
 def _actions(parser: argparse.ArgumentParser, name: str):

@@ -29,6 +29,7 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert bench.main(argv) == 0
     data = json.loads((tmp_path / "bench.json").read_text())
     assert [r["method"] for r in data["rows"]] == ["direct", "type-agents", "crossagentie", "student"]
+    assert data["student_adapter"] == "student at http://fake/v1"  # --student-model's default
     assert all(ROW_FIELDS <= set(row) and row["sentences"] == 2 for row in data["rows"])
     # the smallest valid answers name no entity: one call a sentence, or one per entity type agent (4), nothing to debate
     assert {r["method"]: r["calls_per_sentence"] for r in data["rows"]} == {
@@ -57,6 +58,7 @@ def test_an_offset_bench_labels_and_scores_the_slice_after_it(tmp_path, fake_end
     assert [r.id for r in labelled] == [r.id for r in dev[3:5]]
     data = json.loads((tmp_path / "bench.json").read_text())
     assert data["dataset"] == "conll04 dev 4-5" and data["rows"][0]["sentences"] == 2
+    assert "student_adapter" not in data  # no student benched
 
 
 def test_failed_records_are_not_scored_the_bench_exits_1_and_a_rerun_labels_them(tmp_path, fake_endpoints, capsys):
