@@ -12,11 +12,11 @@ from ie.schema import Record
 
 class RecordStats(BaseModel):
     """Usage, failures, conflicts, routing and time of one record's labelling. The teacher sets every counter
-    (`calls` to `agents_skipped_by_routing`, and `wall_s`); the student sets calls, tokens and `failed_calls`,
-    plus `cached` (its one call came from the cache), `ungrounded` (answer items not found in the text) and
-    `invalid` (items not of the schema). `failed` (the reason) and `error` mark a record that did not finish
-    (see `ie.failures`; the student's `error` may also be an invalid answer's), `windows` one labelled in
-    windows (see `ie.windows`)."""
+    (`calls` to `agents_skipped_by_routing`, and `wall_s`); the student sets calls, tokens, `failed_calls` and
+    `truncated_calls`, plus `cached` (its one call came from the cache), `ungrounded` (answer items not found in
+    the text) and `invalid` (items not of the schema). `failed` (the reason) and `error` mark a record that did
+    not finish (see `ie.failures`; the student's `error` may also be an invalid answer's), `windows` one labelled
+    in windows (see `ie.windows`)."""
     calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0

@@ -50,6 +50,8 @@ class MethodMetrics(BaseModel):
     usd_per_1k_sentences: float
     cached_calls_fraction: float
     failed_calls: int
+    # Answers cut off at max_tokens whose complete items were kept; None in rows saved before it was counted.
+    truncated_calls: int | None = Field(default=None, exclude_if=lambda v: v is None)
     ratios: dict[str, float] = Field(default_factory=dict)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -104,6 +106,7 @@ def calculate_metrics(
         usd_per_1k_sentences=1000 * price.cost(prompt / n, completion / n, prefix_cached / n),
         cached_calls_fraction=cached / calls if calls else 0.0,
         failed_calls=sum(s.failed_calls for s in stats),
+        truncated_calls=sum(s.truncated_calls for s in stats),
     )
 
 
@@ -161,3 +164,45 @@ def teacher_target(rows: Sequence[MethodMetrics], method: str = "crossagentie", 
                          tokens_ratio_in_full=ratio(ours, base, "tokens_per_sentence"),
                          usd_ratio=ratio(ours, base, "usd_per_1k_sentences"),
                          met=gain >= NER_F1_GAIN_TARGET and new_tokens <= TOKEN_RATIO_TARGET)
+
+
+# The project's student target (issue 16): the student at least matches its teacher's NER F1 and comes within
+# 2 points of its RE F1, at no more than 1/8 of its new tokens and p50 latency a sentence; and it stops, with
+# fewer than 1 in 100 answers invalid and none cut off at the token limit.
+STUDENT_COST_FRACTION = 1 / 8
+STUDENT_RE_MARGIN = 2.0
+STUDENT_INVALID_FRACTION = 0.01
+
+
+class StudentTarget(BaseModel):
+    """The student against its teacher: F1 differences in points, cost ratios, the share of invalid answers
+    (calls that never validated) and of cut-off ones, and whether the target is `met`."""
+    teacher: str
+    ner_f1_gain: float
+    re_f1_gain: float
+    new_tokens_ratio: float
+    latency_p50_ratio: float
+    invalid_fraction: float
+    truncated_fraction: float
+    met: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its JSON form, `bench.json`'s `student_target`."""
+        return self.model_dump(mode="json")
+
+
+def student_target(rows: Sequence[MethodMetrics], teacher: str = "crossagentie") -> StudentTarget | None:
+    """The `student` row against `teacher` on the target's terms; None unless both rows are there."""
+    by_name = {r.method: r for r in rows}
+    student, ref = by_name.get("student"), by_name.get(teacher)
+    if student is None or ref is None:
+        return None
+    n = max(student.sentences, 1)
+    ner_gain, re_gain = student.ner_f1 - ref.ner_f1, student.re_f1 - ref.re_f1
+    tokens, latency = ratio(student, ref, "new_tokens_per_sentence"), ratio(student, ref, "latency_p50_s")
+    invalid = student.failed_calls / n
+    truncated = student.truncated_calls / n if student.truncated_calls is not None else float("nan")
+    met = (ner_gain >= 0 and re_gain >= -STUDENT_RE_MARGIN and tokens <= STUDENT_COST_FRACTION
+           and latency <= STUDENT_COST_FRACTION and invalid < STUDENT_INVALID_FRACTION and truncated == 0)
+    return StudentTarget(teacher=teacher, ner_f1_gain=ner_gain, re_f1_gain=re_gain, new_tokens_ratio=tokens,
+                         latency_p50_ratio=latency, invalid_fraction=invalid, truncated_fraction=truncated, met=met)

@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from serve.bench_metrics import NER_F1_GAIN_TARGET, TOKEN_RATIO_TARGET, MethodMetrics, TeacherTarget
+from serve.bench_metrics import (
+    NER_F1_GAIN_TARGET,
+    STUDENT_COST_FRACTION,
+    STUDENT_INVALID_FRACTION,
+    STUDENT_RE_MARGIN,
+    TOKEN_RATIO_TARGET,
+    MethodMetrics,
+    StudentTarget,
+    TeacherTarget,
+)
 
 # CrossAgentIE paper, Table (CoNLL04 NER F1, GPT-3.5 backbone): a different, far larger model; for reference.
 PAPER_CONLL04_NER_F1 = {"direct": 58.13, "self-consistency": 60.48, "type-agents": 55.73,
@@ -51,8 +60,19 @@ def target_lines(target: TeacherTarget) -> list[str]:
             f"full, {usd}."]
 
 
+def student_target_lines(target: StudentTarget) -> list[str]:
+    verdict = "met" if target.met else "not met"
+    return [f"## Student target: {verdict}", "",
+            f"`student` against `{target.teacher}`: NER F1 {target.ner_f1_gain:+.2f} points (target at least +0), "
+            f"RE F1 {target.re_f1_gain:+.2f} (target at least -{STUDENT_RE_MARGIN:g}), "
+            f"{target.new_tokens_ratio:.3f}× the new tokens and {target.latency_p50_ratio:.3f}× the p50 latency a "
+            f"sentence (targets at most {STUDENT_COST_FRACTION:.3f}×); {100 * target.invalid_fraction:.1f} % of "
+            f"answers invalid (target under {100 * STUDENT_INVALID_FRACTION:g} %) and "
+            f"{100 * target.truncated_fraction:.1f} % cut off at the token limit (target 0)."]
+
+
 def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, Any],
-                   target: TeacherTarget | None = None) -> None:
+                   target: TeacherTarget | None = None, student: StudentTarget | None = None) -> None:
     notes = [f"- {k}: {v}" for k, v in header.items()]
     text = ("# Bench\n\n" + "\n".join(notes) + "\n\n" + markdown_table(rows) + "\n\n"
             "Ratios (×) are to the `crossagentie` row. 'new tokens' are what the server computed: prompt tokens "
@@ -60,6 +80,8 @@ def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, 
             "CoNLL04 test number with GPT-3.5 (a different, far larger backbone), for reference only.\n")
     if target is not None:
         text += "\n" + "\n".join(target_lines(target)) + "\n"
+    if student is not None:
+        text += "\n" + "\n".join(student_target_lines(student)) + "\n"
     path.write_text(text, encoding="utf-8")
 
 
@@ -97,5 +119,8 @@ def summary_lines(bench: dict[str, Any], out: Path) -> list[str]:
         target = TeacherTarget.model_validate(bench["teacher_target"])
         lines.append(f"  teacher target ({target.method} against {target.baseline}): "
                      f"{'met' if target.met else 'not met'}")
+    if bench.get("student_target") is not None:
+        student = StudentTarget.model_validate(bench["student_target"])
+        lines.append(f"  student target (against {student.teacher}): {'met' if student.met else 'not met'}")
     lines.append(f"  table: {out / 'bench.md'} (also bench.json, bench.png)")
     return lines

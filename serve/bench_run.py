@@ -23,7 +23,14 @@ from ie.llm.local import ensure_endpoint
 from ie.record_stats import stats_of
 from ie.schema import Record, read_records, write_records
 from serve.bench_config import BenchConfig, write_json
-from serve.bench_metrics import MethodMetrics, Price, add_ratios, calculate_metrics, teacher_target
+from serve.bench_metrics import (
+    MethodMetrics,
+    Price,
+    add_ratios,
+    calculate_metrics,
+    student_target,
+    teacher_target,
+)
 from serve.bench_report import write_markdown, write_plot
 
 
@@ -259,9 +266,10 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
     overhead = {m: o.model_dump(mode="json") for m in cfg.methods if (o := rows[m].overhead)}
     if overhead:
         header["orchestration overhead"] = overhead
-    target = teacher_target(metrics)
+    target, student = teacher_target(metrics), student_target(metrics)
     write_json(out / "bench.json", {**header, "rows": [m.as_dict() for m in metrics],
-                                    "teacher_target": target.as_dict() if target else None})
-    write_markdown(out / "bench.md", metrics, header, target)
+                                    "teacher_target": target.as_dict() if target else None,
+                                    **({"student_target": student.as_dict()} if student else {})})
+    write_markdown(out / "bench.md", metrics, header, target, student)
     write_plot(out / "bench.png", metrics)
     return out

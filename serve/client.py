@@ -10,9 +10,9 @@ The prompt is the one the student was trained on (`ie.student_format.build_messa
 `response_format` json_schema (the schema's types as enums), and spans are grounded as the teacher grounds a
 joint answer (`ie.student_format.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
-- `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `ungrounded`, `invalid`, `cached`,
-  `wall_s`, and `error` when the answer never validated (the labels are then what could be salvaged from the
-  raw answer, often none).
+- `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `truncated_calls` (the answer ran to
+  `max_tokens`; its complete items were kept), `ungrounded`, `invalid`, `cached`, `wall_s`, and `error` when the
+  answer never validated (the labels are then what could be salvaged from the raw answer, often none).
 A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or that ran past its time
 budget is unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
 `extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
@@ -74,7 +74,8 @@ class StudentExtractor:
         stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
                  "completion_tokens": c.usage.completion_tokens,
                  "prefix_cached_tokens": c.usage.prefix_cached_tokens, "failed_calls": int(not c.ok),
-                 "cached": c.cached, **parsed.model_extra["stats"], "wall_s": round(time.perf_counter() - started, 4)}
+                 "truncated_calls": int(c.truncated), "cached": c.cached, **parsed.model_extra["stats"],
+                 "wall_s": round(time.perf_counter() - started, 4)}
         if not c.ok:
             stats["error"] = c.error
         base = record.unlabelled()

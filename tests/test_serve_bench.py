@@ -38,6 +38,9 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     table = (tmp_path / "bench.md").read_text()
     assert "| method | NER P |" in table and "| student |" in table and "68.38" in table
     assert data["teacher_target"]["baseline"] == "direct" and "## Teacher target: " in table
+    # the scripted answers are empty, so the student row says no answer was cut off
+    assert data["student_target"]["teacher"] == "crossagentie" and "## Student target: " in table
+    assert data["rows"][3]["truncated_calls"] == 0 and data["student_target"]["truncated_fraction"] == 0.0
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = json.loads((tmp_path / "rows" / "direct.json").read_text())
     assert list(saved) == ["settings", "wall_s", "model", "measured_at", "fresh"]

@@ -13,6 +13,7 @@ from serve.bench_metrics import (
     add_ratios,
     calculate_metrics,
     percentile,
+    student_target,
     teacher_target,
 )
 from tests.bench_rows import bench_scores, f1_row, pred_with_stats
@@ -72,3 +73,21 @@ def test_the_saved_bench_rows_and_target_read_back_to_the_same_json():
         target = TeacherTarget.model_validate(bench["teacher_target"])
         assert json.dumps(target.as_dict()) == json.dumps(bench["teacher_target"]) == json.dumps(
             teacher_target(rows).as_dict()), path
+
+
+def test_student_target_needs_teacher_f1_an_eighth_of_its_cost_and_answers_that_stop():
+    teacher = f1_row("crossagentie", 0.57, 1900, 600, 1100)  # 1400 new tokens, p50 1 s
+    student = f1_row("student", 0.58, 700, 100, 650).model_copy(update={"latency_p50_s": 0.1, "truncated_calls": 0})
+    met = student_target([teacher, student])
+    assert met.met and met.ner_f1_gain == pytest.approx(1.0) and met.new_tokens_ratio == pytest.approx(150 / 1400)
+    assert student_target([teacher]) is None
+    for update in ({"ner_f1": 56.9}, {"re_f1": -2.1}, {"latency_p50_s": 0.2}, {"prefix_cached_tokens_per_sentence": 500},
+                   {"failed_calls": 1}, {"truncated_calls": 1}, {"truncated_calls": None}):
+        assert not student_target([teacher, student.model_copy(update=update)]).met, update
+
+
+def test_rows_count_cut_off_answers():
+    preds = [pred_with_stats(1, 10, 384, 1.0), pred_with_stats(1, 10, 20, 1.0)]
+    preds[0].model_extra["stats"]["truncated_calls"] = 1
+    row = calculate_metrics("student", "m", bench_scores(), preds, 2.0, Price())
+    assert row.truncated_calls == 1 and row.as_dict()["truncated_calls"] == 1

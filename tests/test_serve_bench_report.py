@@ -6,9 +6,10 @@ from pathlib import Path
 from serve.bench_metrics import (
     MethodMetrics,
     TeacherTarget,
+    student_target,
     teacher_target,
 )
-from serve.bench_report import summary_lines, target_lines
+from serve.bench_report import student_target_lines, summary_lines, target_lines
 from tests.bench_rows import f1_row
 
 
@@ -18,6 +19,14 @@ def test_the_target_line_says_when_no_row_has_a_price():
     free = [r.model_copy(update={"usd_per_1k_sentences": 0.0}) for r in (direct, ours)]
     line = target_lines(teacher_target(free))[-1]
     assert "nan" not in line and "no $ ratio" in line
+
+
+def test_the_student_target_lines_name_every_condition():
+    teacher, student = f1_row("crossagentie", 0.57, 1900, 600, 1100), f1_row("student", 0.55, 700, 100, 650)
+    line = student_target_lines(student_target([teacher, student.model_copy(update={"truncated_calls": 1})]))
+    assert line[0] == "## Student target: not met"
+    for part in ("NER F1 -2.00 points", "RE F1 +0.00", "0.107× the new tokens", "100.0 % cut off", "0.0 % of answers"):
+        assert part in line[-1], part
 
 
 def test_bench_closing_lines():
