@@ -6,8 +6,9 @@ teacher rows of those benches are the reference.
     python -m serve.bench_sweep --bench runs/bench-k1 runs/bench-k3 runs/bench-all --out runs/sweep
 
 Each `--bench` folder is a `python -m serve.bench` output with a `student` row; its bench.json's
-`student_adapter` names the adapter, and the student's distill manifest is `<adapter's folder>/data/manifest.json`
-(`scripts/train_student.sh CONFIG TEACHER OUT` writes OUT/adapter.gguf and OUT/data/manifest.json). Writes
+`student_adapter` names the adapter, and the student's distill manifest is the `manifest.json` beside the data it
+was trained on (the `data` that `student_config.json`, in the adapter's folder, records: `distill --out D` writes
+D/dataset and D/manifest.json, whether D is `train_student.sh`'s OUT/data or a sweep's per_type<k>/). Writes
 `sweep.md` (one row a student, sorted by examples per type, `all` last; the teacher rows below), `sweep.json`
 (the same, typed: `Sweep`) and `sweep.png` (NER and RE F1 against examples per entity type, teachers dashed).
 """
@@ -177,10 +178,14 @@ def read_bench(folder: Path) -> BenchRun:
     if student is None or adapter is None:
         raise SweepError(f"{path}: no {'student row' if student is None else 'student_adapter'}; bench the "
                          "student with --methods ...,student (a re-run reuses the rows it has)")
-    manifest_path = Path(adapter).parent / "data" / "manifest.json"
+    trained = Path(adapter).parent / "student_config.json"
+    data = _json(trained).get("config", {}).get("data")
+    if not data:
+        raise SweepError(f"{trained}: no config.data: not the run record train_student.py writes")
+    manifest_path = Path(data).parent / "manifest.json"
     if not manifest_path.is_file():
-        raise SweepError(f"{manifest_path}: not found: the distill manifest of {path}'s student_adapter {adapter!r} "
-                         "(expected as scripts/train_student.sh lays out OUT/adapter.gguf and OUT/data/)")
+        raise SweepError(f"{manifest_path}: not found: the distill manifest beside {data}, the data {trained} "
+                         "says the student was trained on")
     try:
         manifest = Manifest.model_validate(_json(manifest_path))
     except ValidationError as exc:

@@ -20,11 +20,14 @@ def _student(ner_f1, re_f1, invalid, p50):
 
 
 def _bench(tmp_path, name, manifest, student, teachers=(TEACHER,), dataset=DATASET):
-    """A bench folder whose student adapter sits in `<name>-student/`, with that folder's data/manifest.json."""
-    adapter = tmp_path / f"{name}-student" / "adapter.gguf"
+    """A bench folder whose student adapter sits in `<name>-student/`, trained (its student_config.json says) on
+    `<name>-distill/dataset`, a distill output laid out as a sweep point's, with its manifest.json."""
+    adapter, data = tmp_path / f"{name}-student" / "adapter.gguf", tmp_path / f"{name}-distill" / "dataset"
+    adapter.parent.mkdir()
+    (adapter.parent / "student_config.json").write_text(json.dumps({"config": {"data": str(data)}}))
     if manifest is not None:
-        (adapter.parent / "data").mkdir(parents=True)
-        (adapter.parent / "data" / "manifest.json").write_text(json.dumps(manifest))
+        data.mkdir(parents=True)
+        (data.parent / "manifest.json").write_text(json.dumps(manifest))
     folder = tmp_path / name
     folder.mkdir()
     rows = [r.as_dict() for r in [*teachers, student]]
@@ -73,8 +76,8 @@ def test_a_missing_manifest_is_an_error_naming_it(tmp_path, capsys):
     bench = _bench(tmp_path, "k1", None, _student(20.0, 0.0, 0, 1.0))
     assert bench_sweep.main(["--bench", bench, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert f"error: {tmp_path / 'k1-student' / 'data' / 'manifest.json'}: not found" in err
-    assert "student_adapter" in err and not (tmp_path / "out").exists()
+    assert f"error: {tmp_path / 'k1-distill' / 'manifest.json'}: not found" in err
+    assert str(tmp_path / "k1-student" / "student_config.json") in err and not (tmp_path / "out").exists()
 
 
 def test_benches_without_a_student_or_on_other_sentences_are_refused(tmp_path, capsys):
