@@ -130,10 +130,14 @@ def _answer_model_cached(schema_json: str, profile: MentionProfile) -> type[Base
         rtype = Literal[tuple(schema.relation_types)]  # type: ignore[valid-type]
         rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
                            tail=mention, tail_type=(etype, ...))
-        rel_field: Any = (list[rel], Field(max_length=profile.relations_per_sentence or MAX_ITEMS))  # type: ignore
+        rel_field: Any = (list[rel], Field(default_factory=list,  # type: ignore[valid-type]
+                                           max_length=profile.relations_per_sentence or MAX_ITEMS))
     else:
         rel_field = (list[AnswerRelation], Field(default_factory=list, max_length=0))
-    return create_model("StudentAnswer", entities=(list[ent], Field(max_length=max_entities)),  # type: ignore
+    # Both lists default to empty, so an answer cut off at the token limit before its "relations" still keeps its
+    # complete entities (`ie.llm.truncated`) instead of failing validation and being re-asked into the same cut.
+    return create_model("StudentAnswer", entities=(list[ent], Field(default_factory=list,  # type: ignore
+                                                                    max_length=max_entities)),
                         relations=rel_field)
 
 

@@ -59,6 +59,19 @@ async def test_the_grammar_closes_the_lists_at_the_datasets_caps():
     assert wire["$defs"]["Entity"]["properties"]["text"]["maxLength"] == profile.max_chars == 40
 
 
+async def test_an_answer_cut_off_at_the_token_limit_keeps_its_items_and_is_counted():
+    from ie.llm.types import ChatResponse, Choice
+
+    cut = GOOD[:GOOD.index('{"text": " Dallas"')]  # the two people, then the token limit
+    ex, _ = extractor(lambda req: ChatResponse([Choice(cut, finish_reason="length")], 300, 384))
+    (rec,) = await ex.extract_batch([TEXT])
+    stats = rec.model_extra["stats"]
+    assert stats["truncated_calls"] == 1 and stats["failed_calls"] == 0 and stats["calls"] == 1
+    assert [e.text for e in rec.entities] == ["Lee Harvey Oswald", "John F. Kennedy"]
+    (whole,) = await extractor(lambda req: GOOD)[0].extract_batch([TEXT])
+    assert whole.model_extra["stats"]["truncated_calls"] == 0
+
+
 async def test_invalid_answer_is_reasked_then_recorded_not_raised():
     bad = json.dumps({"entities": [{"text": "Dallas", "type": "Loc"}, {"text": "Kennedy", "type": "PERSON"}],
                       "relations": []})
