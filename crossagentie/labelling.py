@@ -85,6 +85,8 @@ def _plan(method: str, dataset: DatasetConfig, endpoint: str | None, model: str 
         raise ConfigError(f"method: unknown method {method!r}; choose one of {list(METHODS)}")
     _check_settings(method, settings)
     if method == "student":
+        if settings.get("concurrency", 1) < 1:  # the teacher's settings check their own (TeacherConfig)
+            raise ConfigError(f"concurrency: must be at least 1, got {settings['concurrency']}")
         async def student(records: list[Record], ep: Endpoint) -> list[Record]:
             kwargs = {"structured_output": ep.structured_output, **settings}
             return await extract_async(records, ep.url, ep.model, dataset.task_schema, rules=mention_rules(dataset),

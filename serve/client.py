@@ -57,6 +57,8 @@ class StudentExtractor:
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
         self.context_tokens = context_tokens  # used where the server reports no context (see ie.windows)
         self._answer_model = answer_model(schema, rules.profile if rules else None)
+        if concurrency < 1:
+            raise ValueError(f"concurrency: must be at least 1, got {concurrency}")  # 0 would wait forever
         self.concurrency = concurrency
         self.budget_s = budget_s  # seconds a record may take, re-asks included (None: no budget)
 

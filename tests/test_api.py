@@ -102,6 +102,10 @@ def test_bad_combinations_are_refused_before_a_server_starts():
         crossagentie.extract("x .", schema=SCHEMA, method="direct", adapter="a.gguf")
     with pytest.raises(ConfigError, match="method 'student' needs endpoint=URL"):
         crossagentie.extract("x .", schema=SCHEMA, method="student")
+    for method in ("student", "direct"):  # a concurrency of 0 would wait forever
+        with pytest.raises(ConfigError, match="concurrency: must be at least 1, got 0"):
+            crossagentie.extract("x .", schema=SCHEMA, method=method, endpoint="http://127.0.0.1:9/v1",
+                                 model_name="m", concurrency=0)
     with pytest.raises(ConfigError, match="model_name: --endpoint needs --model-name"):
         crossagentie.extract("x .", schema=SCHEMA, method="direct", endpoint="http://127.0.0.1:9/v1")
 

@@ -233,3 +233,8 @@ def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, caps
         "  per record: 1.0 calls, 15 tokens",
         f"  records: {out}",
         f"  run: {out.with_suffix('.run.json')}"]
+
+
+def test_a_concurrency_of_zero_is_refused_not_left_waiting():
+    with pytest.raises(ValueError, match="concurrency: must be at least 1, got 0"):
+        StudentExtractor(LLMClient([ScriptedTransport(lambda req: GOOD)]), SCHEMA, concurrency=0)
