@@ -76,12 +76,14 @@ class Scored(BaseModel):
 
 class StudentPoint(Scored):
     """One student: its sweep point (`per_type` "5" or "all"), the per-type counts and training records it was
-    distilled with, and its invalid answers (its bench row's `failed_calls`: answers that never validated)."""
+    distilled with, its invalid answers (its bench row's `failed_calls`: answers that never validated) and its
+    answers cut off at the token limit (`truncated_calls`; None in a row saved before they were counted)."""
     per_type: str
     ner_per_type: int | None
     re_per_type: int | None
     train_records: int
     invalid_answers: int
+    cut_off_answers: int | None
     adapter: str
 
     @property
@@ -104,6 +106,7 @@ def build_sweep(runs: Sequence[BenchRun]) -> Sweep:
                          "on the same --split, --offset and --limit")
     students = [StudentPoint(
         **Scored.fields_of(r.student, r.folder), adapter=r.adapter, invalid_answers=r.student.failed_calls,
+        cut_off_answers=r.student.truncated_calls,
         per_type=r.manifest.per_type or str(r.manifest.settings.ner_per_type),
         ner_per_type=r.manifest.settings.ner_per_type, re_per_type=r.manifest.settings.re_per_type,
         train_records=r.manifest.selection.train) for r in runs]
@@ -122,14 +125,17 @@ def _counts(s: StudentPoint) -> str:
 
 def markdown(sweep: Sweep) -> str:
     lines = ["# Student per-type sweep", "", f"- dataset: {sweep.dataset}", "",
-             "| per type (ner/re) | training records | NER F1 | RE F1 | invalid answers | p50 s | new tok/sent "
-             "| bench |", "|---|---|---|---|---|---|---|---|"]
+             "| per type (ner/re) | training records | NER F1 | RE F1 | invalid answers | cut off | p50 s "
+             "| new tok/sent | bench |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {_counts(s)} | {s.train_records} | {s.ner_f1:.2f} | {s.re_f1:.2f} | {s.invalid_answers} | "
-              f"{s.latency_p50_s:.2f} | {s.new_tokens_per_sentence:.0f} | {s.bench} |" for s in sweep.students]
+              f"{'–' if s.cut_off_answers is None else s.cut_off_answers} | {s.latency_p50_s:.2f} | "
+              f"{s.new_tokens_per_sentence:.0f} | {s.bench} |" for s in sweep.students]
     lines += ["", "Teacher rows of the same benches, for reference:", ""]
     lines += [f"- {t.method} ({t.bench}): NER F1 {t.ner_f1:.2f}, RE F1 {t.re_f1:.2f}, p50 {t.latency_p50_s:.2f} s, "
               f"{t.new_tokens_per_sentence:.0f} new tokens a sentence" for t in sweep.teachers] or ["- none"]
-    lines += ["", "'invalid answers': the student's answers that never validated (its bench row's `failed_calls`)."]
+    lines += ["", "'invalid answers': the student's answers that never validated (its bench row's `failed_calls`); "
+              "'cut off': answers that ran to the token limit, their complete items kept (`truncated_calls`; – where "
+              "the row predates that count)."]
     return "\n".join(lines) + "\n"
 
 

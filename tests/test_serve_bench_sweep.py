@@ -44,8 +44,10 @@ def _manifest(per_type, ner, rel, train):
 
 def test_the_sweep_table_json_and_plot(tmp_path, capsys):
     direct = f1_row("direct", 0.3, 300, 200, 0)
-    benches = [_bench(tmp_path, "k5", _manifest("5", 5, 4, 36), _student(45.0, 12.5, 2, 1.5)),
-               _bench(tmp_path, "all", _manifest("all", None, None, 88), _student(50.0, 15.0, 0, 1.25),
+    k5 = _student(45.0, 12.5, 2, 1.5).model_copy(update={"truncated_calls": 3})
+    benches = [_bench(tmp_path, "k5", _manifest("5", 5, 4, 36), k5),
+               _bench(tmp_path, "all", _manifest("all", None, None, 88),
+                      _student(50.0, 15.0, 0, 1.25).model_copy(update={"truncated_calls": None}),
                       teachers=(direct, TEACHER)),
                _bench(tmp_path, "k1", _manifest("1", 1, 1, 8), _student(20.0, 0.0, 7, 2.0)),
                _bench(tmp_path, "plain", _manifest(None, 3, 4, 20), _student(30.0, 5.0, 1, 1.0))]
@@ -56,10 +58,10 @@ def test_the_sweep_table_json_and_plot(tmp_path, capsys):
     rows = [line for line in table.splitlines() if line.startswith("| ") and "per type" not in line]
     new_tokens = TEACHER.new_tokens_per_sentence, _student(0, 0, 0, 0).new_tokens_per_sentence
     assert new_tokens == (1800, 350)
-    assert rows == [f"| 1 (1/1) | 8 | 20.00 | 0.00 | 7 | 2.00 | 350 | {tmp_path / 'k1'} |",
-                    f"| 3 (3/4) | 20 | 30.00 | 5.00 | 1 | 1.00 | 350 | {tmp_path / 'plain'} |",  # no sweep: its ner_per_type
-                    f"| 5 (5/4) | 36 | 45.00 | 12.50 | 2 | 1.50 | 350 | {tmp_path / 'k5'} |",
-                    f"| all | 88 | 50.00 | 15.00 | 0 | 1.25 | 350 | {tmp_path / 'all'} |"]
+    assert rows == [f"| 1 (1/1) | 8 | 20.00 | 0.00 | 7 | 0 | 2.00 | 350 | {tmp_path / 'k1'} |",
+                    f"| 3 (3/4) | 20 | 30.00 | 5.00 | 1 | 0 | 1.00 | 350 | {tmp_path / 'plain'} |",  # its ner_per_type
+                    f"| 5 (5/4) | 36 | 45.00 | 12.50 | 2 | 3 | 1.50 | 350 | {tmp_path / 'k5'} |",
+                    f"| all | 88 | 50.00 | 15.00 | 0 | – | 1.25 | 350 | {tmp_path / 'all'} |"]  # a row saved before
     # crossagentie is in every bench with the same row: listed once; direct only in one
     assert [line for line in table.splitlines() if line.startswith("- ") and "dataset" not in line] == [
         f"- crossagentie ({tmp_path / 'k5'}): NER F1 50.00, RE F1 20.00, p50 1.00 s, 1800 new tokens a sentence",
