@@ -136,7 +136,15 @@ NER_F1_GAIN_TARGET = 5.0
 TOKEN_RATIO_TARGET = 4.0
 
 
-class TeacherTarget(BaseModel):
+class Target(BaseModel):
+    """A target's verdict on two bench rows: its terms, then whether it is `met` (the subclass's fields)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its JSON form, as `bench.json` holds it (`teacher_target`, `student_target`)."""
+        return self.model_dump(mode="json")
+
+
+class TeacherTarget(Target):
     """`method` against `baseline` on the target's terms: the NER F1 gain in points, the ratios of new tokens,
     of tokens in full and of $ a sentence, and whether the target is `met`."""
     method: str
@@ -146,10 +154,6 @@ class TeacherTarget(BaseModel):
     tokens_ratio_in_full: float
     usd_ratio: float
     met: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        """Its JSON form, `bench.json`'s `teacher_target`."""
-        return self.model_dump(mode="json")
 
 
 def teacher_target(rows: Sequence[MethodMetrics], method: str = "crossagentie", baseline: str = "direct"
@@ -174,7 +178,7 @@ STUDENT_RE_MARGIN = 2.0
 STUDENT_INVALID_FRACTION = 0.01
 
 
-class StudentTarget(BaseModel):
+class StudentTarget(Target):
     """The student against its teacher: F1 differences in points, cost ratios, the share of invalid answers
     (calls that never validated) and of cut-off ones, and whether the target is `met`."""
     teacher: str
@@ -185,10 +189,6 @@ class StudentTarget(BaseModel):
     invalid_fraction: float
     truncated_fraction: float
     met: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        """Its JSON form, `bench.json`'s `student_target`."""
-        return self.model_dump(mode="json")
 
 
 def student_target(rows: Sequence[MethodMetrics], teacher: str = "crossagentie") -> StudentTarget | None:
