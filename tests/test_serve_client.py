@@ -128,7 +128,11 @@ def test_cli_end_to_end_against_embedded_smollm(tmp_path):
                      "--max-tokens", "128", "--concurrency", "2", "--max-reasks", "0"]) == 0
         one = extract("Ann lives in Rome .", endpoint=server.base_url, model=server.model_name, config="conll04",
                       max_reasks=0, params=SamplingParams(max_tokens=96))
+        # 8 tokens cannot hold even empty lists: the answer is cut off, counted, and still a valid record
+        cut = extract("Ann lives in Rome .", endpoint=server.base_url, model=server.model_name, config="conll04",
+                      max_reasks=0, params=SamplingParams(max_tokens=8))
     assert isinstance(one, Record) and one.id == "0" and one.model_extra["stats"]["calls"] == 1
+    assert cut.model_extra["stats"]["truncated_calls"] == 1 and cut.model_extra["stats"]["failed_calls"] == 0
     recs = read_records(out)  # validates offsets and entity texts
     assert [r.id for r in recs] == ["s1", "s2"]
     for r in recs:
