@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # GPU readiness, on a CUDA machine: install the train+gpu extras if missing, train the student a few steps with
-# bf16 LoRA and with 4-bit QLoRA on examples made from a tiny fixture (scripts/gpu_check_data.py, no teacher run),
-# serve both adapters with `vllm serve --enable-lora` (serve.vllm) and label the fixture's sentences with
+# bf16 LoRA and with 4-bit QLoRA on a few sentences made from the config's schema (scripts/gpu_check_data.py, no
+# data split, no teacher run), serve both adapters with `vllm serve --enable-lora` (serve.vllm) and label them with
 # `python -m serve.client` through each. Stops at the first broken step with FAILED and its log; every step has a
 # timeout and the whole check must end within 10 minutes. No model hub: the base is an embedded GGUF converted
 # to HF (student.base_model); --wheels DIR installs from local wheels on a machine without an index.
-#   bash scripts/gpu_check.sh [--base smollm2-135m] [--out runs/gpu_check] [--port 8011]
-#                             [--wheels DIR | --no-install] [--dry-run]
+#   bash scripts/gpu_check.sh [--config configs/conll04.yaml] [--base smollm2-135m] [--out runs/gpu_check]
+#                             [--port 8011] [--wheels DIR | --no-install] [--dry-run]
 # --dry-run makes the examples and prints every other command without running it (no GPU needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python}
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
-base=smollm2-135m out=runs/gpu_check port=8011 wheels="" install=1 dry=0
+config=configs/conll04.yaml base=smollm2-135m out=runs/gpu_check port=8011 wheels="" install=1 dry=0
 while (($#)); do
   case $1 in
-    --base | --out | --port | --wheels)
+    --config | --base | --out | --port | --wheels)
       [[ $# -ge 2 ]] || { echo "gpu_check: $1 needs a value" >&2; exit 2; }
-      case $1 in --base) base=$2 ;; --out) out=$2 ;; --port) port=$2 ;; --wheels) wheels=$2 ;; esac
+      case $1 in --config) config=$2 ;; --base) base=$2 ;; --out) out=$2 ;; --port) port=$2 ;; --wheels) wheels=$2 ;; esac
       shift 2 ;;
     --no-install) install=0; shift ;;
     --dry-run) dry=1; shift ;;
@@ -61,9 +61,9 @@ fi
 run 60 "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "torch sees no CUDA GPU")' \
   || fail "torch with CUDA"
 
-echo "== 3. fixture examples and the base model" >&2
+echo "== 3. examples from $config's schema, and the base model" >&2
 mkdir -p "$out"
-"$PYTHON" scripts/gpu_check_data.py --config configs/conll04.yaml --out "$out/data" || fail "making the examples"
+"$PYTHON" scripts/gpu_check_data.py --config "$config" --out "$out/data" || fail "making the examples"
 base_dir=$(run 300 "$PYTHON" -c 'import sys; from student.base_model import resolve_base_model as r; print(r(sys.argv[1]))' \
   "$base") || fail "converting $base to an HF checkpoint"
 base_dir=${base_dir:-"<$base as HF>"}
@@ -110,7 +110,7 @@ echo "== 6. serve.client through each adapter" >&2
 texts=$(wc -l <"$out/data/texts.txt")
 for name in bf16 qlora; do
   run 180 "$PYTHON" -m serve.client --endpoint "$url" --model "$name" --input "$out/data/texts.txt" \
-    --config configs/conll04.yaml --out "$out/$name.jsonl" --max-tokens 256 --timeout-record-s 60 \
+    --config "$config" --out "$out/$name.jsonl" --max-tokens 256 --timeout-record-s 60 \
     || fail "serve.client against the $name adapter"
   ((dry)) || [[ $(wc -l <"$out/$name.jsonl") -eq $texts ]] || fail "$out/$name.jsonl: expected $texts records"
 done

@@ -1,4 +1,5 @@
 """The pipeline's shell scripts: their argument checks, run for real (nothing heavy starts: each stops first)."""
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,22 +46,34 @@ def test_make_teacher_data_needs_the_config():
     assert done.returncode == 2 and "pass --config CONFIG" in done.stderr
 
 
-def test_gpu_check_dry_run_makes_the_examples_and_plans_every_step(tmp_path):
+@pytest.mark.parametrize("config, texts", [("configs/conll04.yaml", 6), ("configs/scierc.yaml", 6),
+                                           ("configs/conll2003.yaml", 4)])
+def test_gpu_check_dry_run_makes_the_examples_from_the_schema_and_plans_every_step(tmp_path, config, texts):
     import sys
 
-    done = run_script("gpu_check.sh", "--dry-run", "--out", str(tmp_path), PYTHON=sys.executable)
+    done = run_script("gpu_check.sh", "--dry-run", "--config", config, "--out", str(tmp_path), PYTHON=sys.executable)
     assert done.returncode == 0, done.stderr
     from ie.chat_examples import read_chat_jsonl
+    from ie.config import load_config
 
+    schema = load_config(ROOT / config).task_schema
     examples = read_chat_jsonl(tmp_path / "data" / "train.jsonl")
-    texts = (tmp_path / "data" / "texts.txt").read_text().splitlines()
-    assert len(examples) == 2 * len(texts) == 8
-    assert all(any(m["role"] == "user" and text in m["content"] for m in ex) for ex, text in zip(examples, texts * 2))
+    lines = (tmp_path / "data" / "texts.txt").read_text().splitlines()
+    assert len(examples) == 2 * len(lines) == 2 * texts
+    for ex, text in zip(examples, lines * 2):
+        assert any(m["role"] == "user" and text in m["content"] for m in ex)
+        answer = json.loads(ex[-1]["content"])
+        assert answer["entities"] and all(e["text"] in text and e["type"] in schema.entity_types
+                                          for e in answer["entities"])
+        assert all(r["type"] in schema.relation_types for r in answer["relations"])
+    named = {json.loads(ex[-1]["content"])["relations"][0]["type"] for ex in examples
+             if json.loads(ex[-1]["content"])["relations"]}
+    assert named == set(list(schema.relation_types)[:texts])  # one sentence a relation type, up to the cap
     plan = [line for line in done.stderr.splitlines() if line.startswith("+ timeout ")]
     trains = [line for line in plan if "train_student.py" in line]
     assert len(trains) == 2 and "--precision bf16" in trains[0] and "--load_in_4bit true" in trains[1]
     assert any("-m serve.vllm" in line and "bf16=" in line and "qlora=" in line for line in plan)
-    assert sum("-m serve.client" in line and "--config configs/conll04.yaml" in line for line in plan) == 2
+    assert sum("-m serve.client" in line and f"--config {config}" in line for line in plan) == 2
     assert not (tmp_path / "bf16").exists()  # nothing past the examples ran
 
 
