@@ -4,6 +4,7 @@ One student a sweep point (trained on k examples per type, or on all), each benc
 teacher rows of those benches are the reference.
 
     python -m serve.bench_sweep --bench runs/bench-k1 runs/bench-k3 runs/bench-all --out runs/sweep
+    python -m serve.bench_sweep --bench runs/bench-k7 --extend results/X/sweep.json --out runs/sweep   # add a point
 
 Each `--bench` folder is a `python -m serve.bench` output with a `student` row; its bench.json's
 `student_adapter` names the adapter, and the student's distill manifest is the `manifest.json` beside the data it
@@ -98,9 +99,10 @@ class Sweep(BaseModel):
     teachers: list[Scored]
 
 
-def build_sweep(runs: Sequence[BenchRun]) -> Sweep:
-    """The sweep over benches of the same sentences; a teacher row met in several benches is listed once."""
-    datasets = sorted({r.dataset for r in runs})
+def build_sweep(runs: Sequence[BenchRun], saved: Sweep | None = None) -> Sweep:
+    """The sweep over benches of the same sentences, added to a `saved` sweep (whose row of a re-read bench folder
+    is replaced); a teacher row met in several benches is listed once."""
+    datasets = sorted({r.dataset for r in runs} | ({saved.dataset} if saved else set()))
     if len(datasets) != 1:
         raise SweepError(f"the benches are on different sentences ({'; '.join(datasets)}): bench every student "
                          "on the same --split, --offset and --limit")
@@ -110,13 +112,22 @@ def build_sweep(runs: Sequence[BenchRun]) -> Sweep:
         per_type=r.manifest.per_type or str(r.manifest.settings.ner_per_type),
         ner_per_type=r.manifest.settings.ner_per_type, re_per_type=r.manifest.settings.re_per_type,
         train_records=r.manifest.selection.train) for r in runs]
+    if saved:
+        students += [s for s in saved.students if s.bench not in {r.folder for r in runs}]
     teachers: dict[tuple, Scored] = {}
-    for r in runs:
-        for row in r.teachers:
-            scored = Scored(**Scored.fields_of(row, r.folder))
-            teachers.setdefault(tuple(scored.model_dump(exclude={"bench"}).values()), scored)
+    for scored in [*(saved.teachers if saved else []),
+                   *(Scored(**Scored.fields_of(row, r.folder)) for r in runs for row in r.teachers)]:
+        teachers.setdefault(tuple(scored.model_dump(exclude={"bench"}).values()), scored)
     return Sweep(dataset=datasets[0], students=sorted(students, key=lambda s: (s.point.k is None, s.point.k or 0)),
                  teachers=list(teachers.values()))
+
+
+def read_sweep(path: Path) -> Sweep:
+    """A `sweep.json` this module wrote, to extend with more benches (a sweep spans sessions)."""
+    try:
+        return Sweep.model_validate(_json(path))
+    except ValidationError as exc:
+        raise SweepError(f"{path}: not a sweep.json: {exc}") from None
 
 
 def _counts(s: StudentPoint) -> str:
@@ -204,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m serve.bench_sweep", description=__doc__.split("\n")[0],
                                 allow_abbrev=False)
     p.add_argument("--bench", type=Path, nargs="+", required=True, help="bench output folders, one a student")
+    p.add_argument("--extend", type=Path, default=None,
+                   help="a saved sweep.json to add these benches to (its other students and teachers are kept; "
+                        "a bench folder it already holds is re-read); default: none")
     p.add_argument("--out", type=Path, required=True, help="output folder (sweep.md, sweep.json, sweep.png)")
     return p
 
@@ -211,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        sweep = build_sweep([read_bench(folder) for folder in args.bench])
+        saved = read_sweep(args.extend) if args.extend else None
+        sweep = build_sweep([read_bench(folder) for folder in args.bench], saved)
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """`serve.bench_sweep`: bench folders of students at sweep points become one table (sorted, `all` last, teacher
 rows once), its JSON and its plot; a bench or manifest it cannot use is an error naming the file."""
 import json
+import shutil
 
 from distill.config import DistillConfig, SweepPoint
 from distill.export import export
@@ -101,3 +102,28 @@ def test_the_sweep_reads_the_manifest_distill_writes(tmp_path):
     manifest = Manifest.model_validate_json((tmp_path / "manifest.json").read_text())
     assert (manifest.per_type, manifest.settings.ner_per_type, manifest.settings.re_per_type) == ("all", None, None)
     assert manifest.selection.train == 10  # 11 pass, one held out to validate
+
+
+def test_a_saved_sweep_is_extended_with_new_benches(tmp_path, capsys):
+    first = tmp_path / "first"
+    k1 = _bench(tmp_path, "k1", _manifest("1", 1, 1, 8), _student(20.0, 0.0, 0, 2.0))
+    k3 = _bench(tmp_path, "k3", _manifest("3", 3, 3, 24), _student(30.0, 5.0, 0, 1.0))
+    assert bench_sweep.main(["--bench", k1, k3, "--out", str(first)]) == 0
+    # a later session: k1's bench folder is gone; k7 is new (student only) and k3 was re-benched
+    k7 = _bench(tmp_path, "k7", _manifest("7", 7, 4, 43), _student(40.0, 10.0, 1, 1.5), teachers=())
+    for folder in ("k1", "k3", "k3-student", "k3-distill"):
+        shutil.rmtree(tmp_path / folder)
+    k3 = _bench(tmp_path, "k3", _manifest("3", 3, 3, 24), _student(35.0, 6.0, 0, 1.0), teachers=())
+    out = tmp_path / "second"
+    assert bench_sweep.main(["--bench", k7, k3, "--extend", str(first / "sweep.json"), "--out", str(out)]) == 0
+    sweep = Sweep.model_validate_json((out / "sweep.json").read_text())
+    assert [(s.per_type, s.ner_f1, s.bench) for s in sweep.students] == [
+        ("1", 20.0, k1), ("3", 35.0, k3), ("7", 40.0, k7)]  # k3 replaced by its new row
+    assert [(t.method, t.bench) for t in sweep.teachers] == [("crossagentie", k1)]  # kept from the saved sweep
+    # a saved sweep of other sentences is refused, naming both
+    other = _bench(tmp_path, "k9", _manifest("9", 9, 4, 50), _student(1.0, 1.0, 0, 1.0), dataset="conll04 dev 1-9")
+    assert bench_sweep.main(["--bench", other, "--extend", str(out / "sweep.json"), "--out", str(out)]) == 2
+    assert "different sentences (conll04 dev 1-50; conll04 dev 1-9)" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{}")
+    assert bench_sweep.main(["--bench", k7, "--extend", str(tmp_path / "bad.json"), "--out", str(out)]) == 2
+    assert f"error: {tmp_path / 'bad.json'}: not a sweep.json" in capsys.readouterr().err
