@@ -190,9 +190,8 @@ def ground(text: str, raw: str, rules: MentionRules, type_names: Iterable[str] =
     if not plausible(mention, rules):
         return []
     spans = ground_mention(text, mention) or ground_loose(text, mention)
-    if rules.tokens:
-        spans = list(dict.fromkeys(snap_to_tokens(text, s, rules.tokens) for s in spans))
-    return [s for s in spans if plausible(s.text, rules)]
+    snapped = (snap_to_tokens(text, s, rules.tokens) if rules.tokens else snap_to_words(text, s) for s in spans)
+    return [s for s in dict.fromkeys(snapped) if plausible(s.text, rules)]
 
 
 def snap_to_tokens(text: str, span: Span, tokens: Sequence[tuple[int, int]]) -> Span:
@@ -202,6 +201,18 @@ def snap_to_tokens(text: str, span: Span, tokens: Sequence[tuple[int, int]]) -> 
         return span
     start, end = inside[0][0], inside[-1][1]
     return Span(start, end, text[start:end])
+
+
+def snap_to_words(text: str, span: Span) -> Span:
+    """Widen a span that splits a word to the whole word ("Queen" in "Queens" -> "Queens"), as `snap_to_tokens`
+    does for tokenised text: the gold of every shipped dataset lies at word edges (all but 5 of SemEval's 16,000
+    spans, inside typos such as "dovesmoles")."""
+    start, end = span.start, span.end
+    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    return span if (start, end) == (span.start, span.end) else Span(start, end, text[start:end])
 
 
 def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -52,6 +52,15 @@ def test_default_profile_keeps_what_a_domain_may_annotate():
     assert texts(text, "Nominal: parser", DEFAULT, ["Nominal"]) == ["parser"]
 
 
+def test_a_span_inside_a_word_widens_to_the_word_as_a_token_would():
+    text = "In Queens , the Queen met O'Neill ."
+    assert texts(text, "Queen", DEFAULT) == ["Queen"]  # its own word first
+    assert texts("In Queens , near Douglaston .", "Queen", DEFAULT) == ["Queens"]
+    assert texts("In Queens , near Douglaston .", "glaston", DEFAULT) == ["Douglaston"]
+    assert texts("the dovesmoles numbering", "moles", DEFAULT) == ["dovesmoles"]
+    assert texts(text, "O'Neil", DEFAULT) == ["O'Neill"] and texts(text, "Neill", DEFAULT) == ["Neill"]
+
+
 @pytest.mark.parametrize(("switch", "mention", "on", "off"), [
     ({"strip_article": True}, "the Palace", "Palace", "the Palace"),
     ({"name_core": True}, "diver Brian Michaud", "Brian Michaud", "diver Brian Michaud"),
