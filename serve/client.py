@@ -38,6 +38,7 @@ from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
 from ie.logs import add_verbose_flag, setup_logging
 from ie.mentions import MentionRules
+from ie.record_stats import stats_of
 from ie.schema import Record, write_records
 from ie.student_format import answer_model, build_messages, mention_rules, parse_answer
 from ie.windows import label_in_windows
@@ -189,8 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
     write_records(args.out, out)
     write_failures(args.out.with_suffix(".failures.jsonl"), failures)
-    totals = {k: sum(r.model_extra["stats"][k] for r in out)
-              for k in ("calls", "prompt_tokens", "completion_tokens", "failed_calls", "ungrounded", "invalid")}
+    stats = [stats_of(r) for r in out]
+    totals = {k: sum(getattr(s, k) or 0 for s in stats) for k in (
+        "calls", "prompt_tokens", "completion_tokens", "failed_calls", "truncated_calls", "ungrounded", "invalid")}
     run = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
            "records": len(out), "failed": len(failures), "totals": totals,
            "wall_s": round(time.perf_counter() - started, 3)}

@@ -141,6 +141,8 @@ def test_cli_end_to_end_against_embedded_smollm(tmp_path):
         assert r.model_extra["stats"]["calls"] == 1  # --max-reasks 0: one call a record, valid or not
     run = json.loads(out.with_suffix(".run.json").read_text())
     assert run["records"] == 2 and run["totals"]["calls"] == 2
+    assert set(run["totals"]) == {"calls", "prompt_tokens", "completion_tokens", "failed_calls", "truncated_calls",
+                                  "ungrounded", "invalid"}
 
 
 async def test_record_wall_time_is_service_time_not_queueing():
