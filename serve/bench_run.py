@@ -241,9 +241,9 @@ def _metrics(method: str, row: MeasuredRow, gold: list[Record], out: Path, datas
 
 
 async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
-    from ie.datasets import load_split, select
+    from ie.datasets import load_slice
 
-    gold = select(load_split(dataset, cfg.split), cfg.offset, cfg.limit)
+    gold = load_slice(dataset, cfg.split, cfg.offset, cfg.limit)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = {m: row for m in cfg.methods if (row := reusable_row(out, m, cfg))}

@@ -83,13 +83,16 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
 
 
 def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], DatasetConfig]:
-    from ie.datasets import load_input, load_split, select
+    from ie.datasets import load_input, load_slice, select
 
     dataset = load_config(config_path)
-    records = load_split(dataset, cfg.split) if cfg.split else load_input(cfg.input)  # type: ignore[arg-type]
+    if cfg.split:
+        records = load_slice(dataset, cfg.split, cfg.offset, cfg.limit)
+    else:
+        records = select(load_input(cfg.input), cfg.offset, cfg.limit)  # type: ignore[arg-type]
     if not records:
         raise ConfigError(f"{cfg.input or f'split {cfg.split}'}: no records to label (the input is empty)")
-    return select(records, cfg.offset, cfg.limit), dataset
+    return records, dataset
 
 
 def finished(path: Path, records: Sequence[Record]) -> list[Record]:

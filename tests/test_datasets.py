@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ie.config import data_root, load_config, resolve_config_path
+from ie.config import ConfigError, data_root, load_config, resolve_config_path
 from ie.datasets import LOADERS, dygie, load_input, load_split, nyt, spert
 from ie.datasets import __main__ as datasets_cli
 from ie.datasets.stats import split_stats
@@ -178,3 +178,29 @@ def test_cli_stats_and_export(tmp_path, capsys):
                               "--out", str(out)]) == 0
     assert [r.id for r in load_input(out)] == [r.id for r in test[5:8]]
     assert datasets_cli.main(["stats", "conll04", "--split", "nope"]) == 1
+
+
+def test_held_out_records_are_refused_by_every_loader_of_a_slice(tmp_path, capsys):
+    from ie.datasets import load_slice
+    from ie.datasets.__main__ import main as datasets_main
+    from serve.bench import main as bench_main
+    from teacher.__main__ import main as teacher_main
+
+    config = load_config(resolve_config_path("conll04"))
+    assert config.held_out == {"test": 150}
+    assert [r.id for r in load_slice(config, "test", 140, 10)] == [f"conll04-test-{n}" for n in range(140, 150)]
+    assert len(load_slice(config, "dev")) == len(load_split(config, "dev"))  # a split with nothing held out
+    for offset, limit, asked in ((140, 11, "141..151"), (0, None, "1..288"), (150, 5, "151..155")):
+        with pytest.raises(ConfigError, match=rf"conll04.yaml: held_out.test: only its first 150 .*asked for {asked}"):
+            load_slice(config, "test", offset, limit)
+    out = tmp_path / "t.jsonl"
+    assert datasets_main(["export", "conll04", "--split", "test", "--offset", "149", "--limit", "2",
+                          "--out", str(out)]) == 1 and not out.exists()
+    assert teacher_main(["run", "--config", "configs/conll04.yaml", "--split", "test", "--limit", "151", "--method",
+                         "direct", "--endpoint", "http://127.0.0.1:9/v1", "--model-name", "m",
+                         "--out", str(tmp_path / "run")]) != 0
+    assert "held_out.test: only its first 150 records" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+    assert bench_main(["--config", "configs/conll04.yaml", "--split", "test", "--offset", "100", "--limit", "51",
+                       "--methods", "direct", "--out", str(tmp_path / "bench")]) != 0
+    assert "asked for 101..151" in capsys.readouterr().err and not (tmp_path / "bench").exists()

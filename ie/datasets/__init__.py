@@ -1,6 +1,7 @@
 """Dataset loaders: each source format becomes a list of `ie.schema.Record`, one per sentence.
 
-`load_split(config, split)` loads a configured benchmark split; `load_input(path)` loads a user file by its
+`load_split(config, split)` loads a configured benchmark split, `load_slice` a slice of it that respects the
+config's `held_out:`; `load_input(path)` loads a user file by its
 extension. Malformed input raises `ie.schema.RecordFormatError` naming the file, line and field.
 """
 from __future__ import annotations
@@ -44,6 +45,19 @@ def load_split(config: DatasetConfig, split: str) -> list[Record]:
 def select(records: list[Record], offset: int = 0, limit: int | None = None) -> list[Record]:
     """Records `offset+1 .. offset+limit` (1-based): a fresh slice after the ones settings were chosen on."""
     return records[offset: offset + limit if limit else None]
+
+
+def load_slice(config: DatasetConfig, split: str, offset: int = 0, limit: int | None = None) -> list[Record]:
+    """`select` of a configured split, refused where it would reach past the records the config's `held_out:`
+    lets runs see (CoNLL04 keeps its test sentences after the 150th for outside checks)."""
+    records = load_split(config, split)
+    end = min(offset + limit, len(records)) if limit else len(records)
+    visible = config.held_out.get(split)
+    if visible is not None and end > visible:
+        raise ConfigError(f"{config.source or config.name}: held_out.{split}: only its first {visible} records may "
+                          f"be run on (the rest are kept for outside checks); asked for {offset + 1}..{end}: "
+                          f"pass --offset and --limit within 1..{visible}")
+    return select(records, offset, limit)
 
 
 def load_input(path: str | Path) -> list[Record]:

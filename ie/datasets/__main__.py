@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from ie.config import ConfigError, load_config, resolve_config_path
-from ie.datasets import load_split, select
+from ie.datasets import load_slice, load_split
 from ie.datasets.stats import format_stats, split_stats
 from ie.schema import RecordFormatError, write_records
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(resolve_config_path(args.name))
         if args.command == "export":
-            n = write_records(args.out, select(load_split(config, args.split), args.offset, args.limit))
+            n = write_records(args.out, load_slice(config, args.split, args.offset, args.limit))
             print(f"wrote {n} records of {config.name} {args.split} to {args.out}")
             return 0
         for split in [args.split] if args.split else list(config.splits):
