@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from ie.claims import AgentId, NamedEntity, NamedRelation, assemble, flatten, joint_claims, uncontested, with_arguments
 from ie.config import DatasetConfig, TaskSchema
 from ie.datasets.tokens import token_offsets
+from ie.llm.client import TightAnswer
 from ie.mentions import MentionProfile, MentionRules
 from ie.schema import Record
 
@@ -32,14 +33,9 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 # student otherwise can ramble inside a string or a list until its token limit.
 MAX_MENTION_CHARS = 120
 MAX_ITEMS = 50
-OUTPUT_FORMAT = json.dumps(
-    {
-        "entities": [{"text": "<exact text>", "type": "<entity type>"}],
-        "relations": [{"head": "<entity text>", "head_type": "<entity type>", "type": "<relation type>",
-                       "tail": "<entity text>", "tail_type": "<entity type>"}],
-    },
-    ensure_ascii=False,
-)
+# The student writes JSON without spaces (its answer is most of its cost; the spaces are a quarter of its tokens),
+# and its answer model tells the llguidance grammar so.
+SEPARATORS = TightAnswer.separators
 
 
 class AnswerEntity(BaseModel):
@@ -51,10 +47,10 @@ class AnswerEntity(BaseModel):
 class AnswerRelation(BaseModel):
     model_config = ConfigDict(extra="ignore")
     head: str
-    head_type: str
     type: str
     tail: str
-    tail_type: str
+    head_type: str | None = None
+    tail_type: str | None = None
 
 
 class StudentAnswer(BaseModel):
@@ -89,17 +85,40 @@ def describe_schema(schema: TaskSchema) -> dict[str, str]:
     return {"entity_types": "\n".join(ents), "relation_types": "\n".join(rels) or "- (none)"}
 
 
+def names_argument_types(schema: TaskSchema) -> bool:
+    """Whether the student's relations name their arguments' types: only where some relation type lets its head or
+    tail be more than one entity type. Where the schema fixes them, naming them costs tokens and says nothing."""
+    every = list(schema.entity_types)
+    return any(len(spec.head or every) > 1 or len(spec.tail or every) > 1 for spec in schema.relation_types.values())
+
+
+def _relation_item(head: str, head_type: str, relation: str, tail: str, tail_type: str,
+                   schema: TaskSchema) -> dict[str, str]:
+    if names_argument_types(schema):
+        return {"head": head, "head_type": head_type, "type": relation, "tail": tail, "tail_type": tail_type}
+    return {"head": head, "type": relation, "tail": tail}
+
+
+def output_format(schema: TaskSchema) -> str:
+    """The answer format as the prompt shows it, in the compact JSON the student writes."""
+    relation = _relation_item("<entity text>", "<entity type>", "<relation type>", "<entity text>", "<entity type>",
+                              schema)
+    return json.dumps({"entities": [{"text": "<exact text>", "type": "<entity type>"}], "relations": [relation]},
+                      ensure_ascii=False, separators=SEPARATORS)
+
+
 def build_messages(text: str, schema: TaskSchema) -> list[dict[str, str]]:
     """System + user chat messages asking the student to label `text` (the text goes in as delimited data)."""
     system, user = _template_sections()
     return [
-        {"role": "system", "content": system.format(output_format=OUTPUT_FORMAT, **describe_schema(schema))},
+        {"role": "system", "content": system.format(output_format=output_format(schema), **describe_schema(schema))},
         {"role": "user", "content": user.format(text=text)},
     ]
 
 
-def render_answer(record: Record) -> str:
-    """The record's labels as the student's JSON answer: one entity per (text, type), in text order."""
+def render_answer(record: Record, schema: TaskSchema) -> str:
+    """The record's labels as the student's compact JSON answer: one entity per (text, type), in text order;
+    relations name their arguments' types only where the schema leaves them open (`names_argument_types`)."""
     entities: list[dict[str, str]] = []
     for e in sorted(record.entities, key=lambda e: (e.start, e.end, e.type)):
         item = {"text": e.text, "type": e.type}
@@ -108,15 +127,15 @@ def render_answer(record: Record) -> str:
     relations: list[dict[str, str]] = []
     for r in record.relations:
         h, t = record.entities[r.head], record.entities[r.tail]
-        item = {"head": h.text, "head_type": h.type, "type": r.type, "tail": t.text, "tail_type": t.type}
+        item = _relation_item(h.text, h.type, r.type, t.text, t.type, schema)
         if item not in relations:
             relations.append(item)
-    return json.dumps({"entities": entities, "relations": relations}, ensure_ascii=False)
+    return json.dumps({"entities": entities, "relations": relations}, ensure_ascii=False, separators=SEPARATORS)
 
 
 def to_example(record: Record, schema: TaskSchema) -> list[dict[str, str]]:
     """A full training conversation: the prompt plus the teacher's labels as the assistant turn."""
-    return build_messages(record.text, schema) + [{"role": "assistant", "content": render_answer(record)}]
+    return build_messages(record.text, schema) + [{"role": "assistant", "content": render_answer(record, schema)}]
 
 
 @cache
@@ -128,17 +147,19 @@ def _answer_model_cached(schema_json: str, profile: MentionProfile) -> type[Base
     ent = create_model("Entity", text=mention, type=(etype, ...))
     if schema.relation_types:
         rtype = Literal[tuple(schema.relation_types)]  # type: ignore[valid-type]
-        rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
-                           tail=mention, tail_type=(etype, ...))
+        if names_argument_types(schema):
+            rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
+                               tail=mention, tail_type=(etype, ...))
+        else:
+            rel = create_model("Relation", head=mention, type=(rtype, ...), tail=mention)
         rel_field: Any = (list[rel], Field(default_factory=list,  # type: ignore[valid-type]
                                            max_length=profile.relations_per_sentence or MAX_ITEMS))
     else:
         rel_field = (list[AnswerRelation], Field(default_factory=list, max_length=0))
     # Both lists default to empty, so an answer cut off at the token limit before its "relations" still keeps its
     # complete entities (`ie.llm.truncated`) instead of failing validation and being re-asked into the same cut.
-    return create_model("StudentAnswer", entities=(list[ent], Field(default_factory=list,  # type: ignore
-                                                                    max_length=max_entities)),
-                        relations=rel_field)
+    entities = (list[ent], Field(default_factory=list, max_length=max_entities))  # type: ignore[valid-type]
+    return create_model("StudentAnswer", __base__=TightAnswer, entities=entities, relations=rel_field)
 
 
 def answer_model(schema: TaskSchema, profile: MentionProfile | None = None) -> type[BaseModel]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from ie.llm.client import TightAnswer
 from ie.llm.local import Catalogue, LocalServer, ModelError, load_catalogue, model_path, resolve_model
 
 PARTS = [b"GGUF" + b"a" * 96, b"b" * 50, b"c" * 7]
@@ -19,6 +20,10 @@ PARTS = [b"GGUF" + b"a" * 96, b"b" * 50, b"c" * 7]
 class City(BaseModel):
     city: str
     country: str
+
+
+class TightCity(City, TightAnswer):
+    """A City written without spaces, as the student is trained to write its answers."""
 
 
 class CityName(BaseModel):
@@ -143,10 +148,10 @@ def test_embedded_server_answers_schema_valid_json_and_stops():
     from ie.llm.local import ensure_endpoint
     from ie.llm.types import SamplingParams
 
-    async def ask(endpoint):
+    async def ask(endpoint, schema=City):
         client = LLMClient.from_endpoints([endpoint])
         try:
-            return await client.structured([{"role": "user", "content": "Capital of France? JSON."}], City,
+            return await client.structured([{"role": "user", "content": "Capital of France? JSON."}], schema,
                                            SamplingParams(max_tokens=32, logprobs=True))
         finally:
             await client.aclose()
@@ -165,6 +170,7 @@ def test_embedded_server_answers_schema_valid_json_and_stops():
         assert endpoint.structured_output == "llguidance"
         url = endpoint.url.removesuffix("/v1")
         [answer] = asyncio.run(ask(endpoint))
+        [tight] = asyncio.run(ask(endpoint, TightCity))
         [flexible] = asyncio.run(ask(replace(endpoint, structured_output="json_schema")))
         [cut] = asyncio.run(ask_cut_off(endpoint))
         assert _port_open(url)
@@ -172,6 +178,8 @@ def test_embedded_server_answers_schema_valid_json_and_stops():
     assert answer.usage.completion_tokens > 0 and answer.logprob is not None and answer.logprob <= 0
     # The embedded server's grammar fixes the separators: one line, no indentation, no extra keys.
     assert answer.raw == json.dumps(answer.value.model_dump(), separators=(", ", ": "))
+    # An answer model built on TightAnswer (the student's) gets a grammar without the spaces.
+    assert tight.ok and tight.raw == json.dumps(tight.value.model_dump(), separators=(",", ":"))
     # The same server under plain response_format pretty-prints (the tokens compact JSON saves).
     assert flexible.ok and "\n" in flexible.raw
     assert answer.usage.completion_tokens < flexible.usage.completion_tokens

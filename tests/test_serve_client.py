@@ -19,8 +19,7 @@ TEXT = "Lee Harvey Oswald shot John F. Kennedy in Dallas ."
 GOOD = json.dumps({
     "entities": [{"text": "Lee Harvey Oswald", "type": "Peop"}, {"text": "John F. Kennedy", "type": "Peop"},
                  {"text": " Dallas", "type": "Loc"}, {"text": "Houston", "type": "Loc"}],
-    "relations": [{"head": "Lee Harvey Oswald", "head_type": "Peop", "type": "Kill", "tail": "John F. Kennedy",
-                   "tail_type": "Peop"}],
+    "relations": [{"head": "Lee Harvey Oswald", "type": "Kill", "tail": "John F. Kennedy"}],
 })
 
 
@@ -53,6 +52,8 @@ async def test_the_grammar_closes_the_lists_at_the_datasets_caps():
     client = LLMClient([transport], backoff_s=0.0, structured_output="llguidance")
     await StudentExtractor(client, SCHEMA, rules=mention_rules(DATASET)).extract_batch([TEXT])
     wire = json.loads(transport.requests[0].grammar.split("%json ", 1)[1])
+    # the separators the student is trained on (build_messages' format, render_answer's answers): no spaces
+    assert (wire["x-guidance"]["item_separator"], wire["x-guidance"]["key_separator"]) == (",", ":")
     profile = DATASET.mentions
     assert wire["properties"]["entities"]["maxItems"] == profile.items_per_sentence == 10
     assert wire["properties"]["relations"]["maxItems"] == profile.relations_per_sentence == 5
@@ -226,8 +227,7 @@ def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, caps
     data, out = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
     write_records(data, TEACHER_GOLD[:2])
     answer = json.dumps({"entities": [{"text": "NASA", "type": "Org"}, {"text": "Houston", "type": "Loc"}],
-                         "relations": [{"head": "NASA", "head_type": "Org", "type": "OrgBased_In",
-                                        "tail": "Houston", "tail_type": "Loc"}]})
+                         "relations": [{"head": "NASA", "type": "OrgBased_In", "tail": "Houston"}]})
     with FaultServer(lambda body: Reply(answer)) as server:
         assert main(["--endpoint", server.url, "--model", "m", "--input", str(data), "--config", "conll04",
                      "--out", str(out), "--retries", "0"]) == 0

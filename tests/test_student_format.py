@@ -9,11 +9,13 @@ from ie.schema import Entity, Record, Relation
 from ie.student_format import (
     answer_model,
     build_messages,
+    names_argument_types,
     parse_answer,
     render_answer,
     template_sha256,
     to_example,
 )
+from tests.schemas import NYT, SCIERC, SEMEVAL
 
 SCHEMA = load_config(resolve_config_path("conll04")).task_schema
 
@@ -57,12 +59,32 @@ def test_round_trip_teacher_record_to_example_and_back():
     assert labels(parse_answer(record.text, value, SCHEMA)) == labels(record)
 
 
-def test_render_lists_each_mention_once_in_text_order():
-    answer = json.loads(render_answer(teacher_record()))
+def test_render_lists_each_mention_once_in_text_order_in_compact_json():
+    raw = render_answer(teacher_record(), SCHEMA)
+    answer = json.loads(raw)
     assert [e["text"] for e in answer["entities"]] == ["Paris", "Anne Hidalgo", "City of Paris", "IBM",
                                                        "Arvind Krishna"]
-    assert answer["relations"][0] == {"head": "Anne Hidalgo", "head_type": "Peop", "type": "Work_For",
-                                      "tail": "City of Paris", "tail_type": "Org"}
+    # CoNLL04's relation types fix their arguments' types, so the answer does not repeat them
+    assert answer["relations"][0] == {"head": "Anne Hidalgo", "type": "Work_For", "tail": "City of Paris"}
+    assert '", "' not in raw and '": "' not in raw
+
+
+def test_relations_name_argument_types_only_where_the_schema_leaves_them_open():
+    assert not names_argument_types(SCHEMA)
+    assert [names_argument_types(c.schema) for c in (SCIERC, NYT, SEMEVAL)] == [True, False, False]
+    text = "We use CRFs for parsing ."
+    record = Record(id="s", text=text, entities=[Entity(start=7, end=11, type="Method", text="CRFs"),
+                                                 Entity(start=16, end=23, type="Task", text="parsing")],
+                    relations=[Relation(head=0, tail=1, type="USED-FOR")])
+    content = to_example(record, SCIERC.schema)[-1]["content"]
+    assert json.loads(content)["relations"] == [{"head": "CRFs", "head_type": "Method", "type": "USED-FOR",
+                                                 "tail": "parsing", "tail_type": "Task"}]
+    assert labels(parse_answer(text, content, SCIERC.schema)) == labels(record)
+    for schema, fields in ((SCIERC.schema, ["head", "head_type", "type", "tail", "tail_type"]),
+                           (SCHEMA, ["head", "type", "tail"])):
+        defs = answer_model(schema).model_json_schema()["$defs"]
+        assert list(defs["Relation"]["properties"]) == fields
+        assert defs["Relation"]["required"] == fields
 
 
 def test_prompt_lists_schema_and_delimits_text():
@@ -71,7 +93,7 @@ def test_prompt_lists_schema_and_delimits_text():
     for name in [*SCHEMA.entity_types, *SCHEMA.relation_types]:
         assert f"- {name}" in system["content"]
     assert "Kill (Peop -> Peop)" in system["content"]
-    assert '"head_type"' in system["content"]
+    assert '{"head":"<entity text>","type":"<relation type>","tail":"<entity text>"}' in system["content"]
     assert user["content"] == f"Text:\n<text>\n{text}\n</text>"
     assert len(template_sha256()) == 64
 

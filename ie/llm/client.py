@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -207,14 +207,22 @@ def _closed(node: Any) -> Any:
 # Compact JSON: the small models pretty-print under a whitespace-flexible grammar, spending about a third of their
 # tokens on indentation. ", " and ": " rather than "," and ":": with no spaces at all qwen2.5-0.5b answers `[]`
 # to questions it answers when spaced.
-_COMPACT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+SPACED_SEPARATORS = (", ", ": ")
+
+
+class TightAnswer(BaseModel):
+    """Base of an answer model whose writer was trained on JSON without spaces (the student): its llguidance
+    grammar fixes "," and ":", a quarter fewer tokens than the spaced separators zero-shot models need."""
+    separators: ClassVar[tuple[str, str]] = (",", ":")
 
 
 @functools.cache
 def llguidance_grammar(schema: type[BaseModel]) -> str:
     """The schema as an llguidance grammar for llama.cpp's `grammar` field: separators fixed, no extra keys,
     length and item bounds kept (llguidance enforces them at no measurable cost, unlike GBNF)."""
-    wire = {**_closed(schema.model_json_schema()), "x-guidance": _COMPACT}
+    item, key = TightAnswer.separators if issubclass(schema, TightAnswer) else SPACED_SEPARATORS
+    compact = {"whitespace_flexible": False, "item_separator": item, "key_separator": key}
+    wire = {**_closed(schema.model_json_schema()), "x-guidance": compact}
     return "%llguidance {}\nstart: %json " + json.dumps(wire, separators=(",", ":"))
 
 
