@@ -44,9 +44,13 @@ class Manifest(BaseModel):
     class Selection(BaseModel):
         train: int
 
+    class Template(BaseModel):
+        sha256: str
+
     per_type: str | None = None
     settings: Settings
     selection: Selection
+    template: Template | None = None
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ class Scored(BaseModel):
 class StudentPoint(Scored):
     """One student: its sweep point (`per_type` "5" or "all"), the per-type counts and training records it was
     distilled with, its invalid answers (its bench row's `failed_calls`: answers that never validated) and its
-    answers cut off at the token limit (`truncated_calls`; None in a row saved before they were counted)."""
+    answers cut off at the token limit (`truncated_calls`; None in a row saved before they were counted), and the
+    sha256 of the student template it was trained with (the answer format changes with it; None if unrecorded)."""
     per_type: str
     ner_per_type: int | None
     re_per_type: int | None
@@ -86,6 +91,7 @@ class StudentPoint(Scored):
     invalid_answers: int
     cut_off_answers: int | None
     adapter: str
+    template_sha256: str | None = None
 
     @property
     def point(self) -> SweepPoint:
@@ -111,7 +117,8 @@ def build_sweep(runs: Sequence[BenchRun], saved: Sweep | None = None) -> Sweep:
         cut_off_answers=r.student.truncated_calls,
         per_type=r.manifest.per_type or str(r.manifest.settings.ner_per_type),
         ner_per_type=r.manifest.settings.ner_per_type, re_per_type=r.manifest.settings.re_per_type,
-        train_records=r.manifest.selection.train) for r in runs]
+        train_records=r.manifest.selection.train,
+        template_sha256=r.manifest.template.sha256 if r.manifest.template else None) for r in runs]
     if saved:
         students += [s for s in saved.students if s.bench not in {r.folder for r in runs}]
     teachers: dict[tuple, Scored] = {}
@@ -137,16 +144,18 @@ def _counts(s: StudentPoint) -> str:
 def markdown(sweep: Sweep) -> str:
     lines = ["# Student per-type sweep", "", f"- dataset: {sweep.dataset}", "",
              "| per type (ner/re) | training records | NER F1 | RE F1 | invalid answers | cut off | p50 s "
-             "| new tok/sent | bench |", "|---|---|---|---|---|---|---|---|---|"]
+             "| new tok/sent | template | bench |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {_counts(s)} | {s.train_records} | {s.ner_f1:.2f} | {s.re_f1:.2f} | {s.invalid_answers} | "
               f"{'–' if s.cut_off_answers is None else s.cut_off_answers} | {s.latency_p50_s:.2f} | "
-              f"{s.new_tokens_per_sentence:.0f} | {s.bench} |" for s in sweep.students]
+              f"{s.new_tokens_per_sentence:.0f} | {(s.template_sha256 or '–')[:8]} | {s.bench} |"
+              for s in sweep.students]
     lines += ["", "Teacher rows of the same benches, for reference:", ""]
     lines += [f"- {t.method} ({t.bench}): NER F1 {t.ner_f1:.2f}, RE F1 {t.re_f1:.2f}, p50 {t.latency_p50_s:.2f} s, "
               f"{t.new_tokens_per_sentence:.0f} new tokens a sentence" for t in sweep.teachers] or ["- none"]
     lines += ["", "'invalid answers': the student's answers that never validated (its bench row's `failed_calls`); "
               "'cut off': answers that ran to the token limit, their complete items kept (`truncated_calls`; – where "
-              "the row predates that count)."]
+              "the row predates that count); 'template': the first hex digits of the sha256 of the student template "
+              "the student was trained with (its distill manifest's `template`): the answer format changes with it."]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ import shutil
 from distill.config import DistillConfig, SweepPoint
 from distill.export import export
 from distill.select import screen, select_all
+from ie.student_format import template_sha256
 from serve import bench_sweep
 from serve.bench_sweep import Manifest, Sweep
 from tests.bench_rows import f1_row
@@ -38,15 +39,18 @@ def _bench(tmp_path, name, manifest, student, teachers=(TEACHER,), dataset=DATAS
     return str(folder)
 
 
-def _manifest(per_type, ner, rel, train):
-    return {"sources": {}, "per_type": per_type, "settings": {"ner_per_type": ner, "re_per_type": rel, "seed": 0},
-            "selection": {"records": train + 1, "train": train, "validation": 1}}
+def _manifest(per_type, ner, rel, train, template_sha256=None):
+    manifest = {"sources": {}, "per_type": per_type, "settings": {"ner_per_type": ner, "re_per_type": rel, "seed": 0},
+                "selection": {"records": train + 1, "train": train, "validation": 1}}
+    if template_sha256:  # a manifest written before distill recorded its template has none
+        manifest["template"] = {"path": "student.txt", "sha256": template_sha256}
+    return manifest
 
 
 def test_the_sweep_table_json_and_plot(tmp_path, capsys):
     direct = f1_row("direct", 0.3, 300, 200, 0)
     k5 = _student(45.0, 12.5, 2, 1.5).model_copy(update={"truncated_calls": 3})
-    benches = [_bench(tmp_path, "k5", _manifest("5", 5, 4, 36), k5),
+    benches = [_bench(tmp_path, "k5", _manifest("5", 5, 4, 36, "b9acfbb81dee" + "0" * 52), k5),
                _bench(tmp_path, "all", _manifest("all", None, None, 88),
                       _student(50.0, 15.0, 0, 1.25).model_copy(update={"truncated_calls": None}),
                       teachers=(direct, TEACHER)),
@@ -59,10 +63,10 @@ def test_the_sweep_table_json_and_plot(tmp_path, capsys):
     rows = [line for line in table.splitlines() if line.startswith("| ") and "per type" not in line]
     new_tokens = TEACHER.new_tokens_per_sentence, _student(0, 0, 0, 0).new_tokens_per_sentence
     assert new_tokens == (1800, 350)
-    assert rows == [f"| 1 (1/1) | 8 | 20.00 | 0.00 | 7 | 0 | 2.00 | 350 | {tmp_path / 'k1'} |",
-                    f"| 3 (3/4) | 20 | 30.00 | 5.00 | 1 | 0 | 1.00 | 350 | {tmp_path / 'plain'} |",  # its ner_per_type
-                    f"| 5 (5/4) | 36 | 45.00 | 12.50 | 2 | 3 | 1.50 | 350 | {tmp_path / 'k5'} |",
-                    f"| all | 88 | 50.00 | 15.00 | 0 | – | 1.25 | 350 | {tmp_path / 'all'} |"]  # a row saved before
+    assert rows == [f"| 1 (1/1) | 8 | 20.00 | 0.00 | 7 | 0 | 2.00 | 350 | – | {tmp_path / 'k1'} |",
+                    f"| 3 (3/4) | 20 | 30.00 | 5.00 | 1 | 0 | 1.00 | 350 | – | {tmp_path / 'plain'} |",  # its ner_per_type
+                    f"| 5 (5/4) | 36 | 45.00 | 12.50 | 2 | 3 | 1.50 | 350 | b9acfbb8 | {tmp_path / 'k5'} |",
+                    f"| all | 88 | 50.00 | 15.00 | 0 | – | 1.25 | 350 | – | {tmp_path / 'all'} |"]  # a row saved before
     # crossagentie is in every bench with the same row: listed once; direct only in one
     assert [line for line in table.splitlines() if line.startswith("- ") and "dataset" not in line] == [
         f"- crossagentie ({tmp_path / 'k5'}): NER F1 50.00, RE F1 20.00, p50 1.00 s, 1800 new tokens a sentence",
@@ -102,6 +106,7 @@ def test_the_sweep_reads_the_manifest_distill_writes(tmp_path):
     manifest = Manifest.model_validate_json((tmp_path / "manifest.json").read_text())
     assert (manifest.per_type, manifest.settings.ner_per_type, manifest.settings.re_per_type) == ("all", None, None)
     assert manifest.selection.train == 10  # 11 pass, one held out to validate
+    assert manifest.template is not None and manifest.template.sha256 == template_sha256()
 
 
 def test_a_saved_sweep_is_extended_with_new_benches(tmp_path, capsys):
