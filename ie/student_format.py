@@ -93,8 +93,8 @@ def names_argument_types(schema: TaskSchema) -> bool:
 
 
 def _relation_item(head: str, head_type: str, relation: str, tail: str, tail_type: str,
-                   schema: TaskSchema) -> dict[str, str]:
-    if names_argument_types(schema):
+                   with_types: bool) -> dict[str, str]:
+    if with_types:
         return {"head": head, "head_type": head_type, "type": relation, "tail": tail, "tail_type": tail_type}
     return {"head": head, "type": relation, "tail": tail}
 
@@ -102,7 +102,7 @@ def _relation_item(head: str, head_type: str, relation: str, tail: str, tail_typ
 def output_format(schema: TaskSchema) -> str:
     """The answer format as the prompt shows it, in the compact JSON the student writes."""
     relation = _relation_item("<entity text>", "<entity type>", "<relation type>", "<entity text>", "<entity type>",
-                              schema)
+                              names_argument_types(schema))
     return json.dumps({"entities": [{"text": "<exact text>", "type": "<entity type>"}], "relations": [relation]},
                       ensure_ascii=False, separators=SEPARATORS)
 
@@ -125,9 +125,10 @@ def render_answer(record: Record, schema: TaskSchema) -> str:
         if item not in entities:
             entities.append(item)
     relations: list[dict[str, str]] = []
+    with_types = names_argument_types(schema)
     for r in record.relations:
         h, t = record.entities[r.head], record.entities[r.tail]
-        item = _relation_item(h.text, h.type, r.type, t.text, t.type, schema)
+        item = _relation_item(h.text, h.type, r.type, t.text, t.type, with_types)
         if item not in relations:
             relations.append(item)
     return json.dumps({"entities": entities, "relations": relations}, ensure_ascii=False, separators=SEPARATORS)

@@ -1,5 +1,6 @@
 import json
 import socket
+from dataclasses import replace
 
 import pytest
 
@@ -9,7 +10,7 @@ from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.llm.types import SamplingParams, TransportError
 from ie.schema import Record, read_records, write_records
-from ie.student_format import build_messages, mention_rules
+from ie.student_format import answer_model, build_messages, mention_rules
 from serve.client import StudentExtractor, extract, main
 from tests.teacher_script import GOLD as TEACHER_GOLD
 
@@ -144,6 +145,26 @@ def test_cli_end_to_end_against_embedded_smollm(tmp_path):
     assert run["records"] == 2 and run["totals"]["calls"] == 2
     assert set(run["totals"]) == {"calls", "prompt_tokens", "completion_tokens", "failed_calls", "truncated_calls",
                                   "ungrounded", "invalid"}
+
+
+@pytest.mark.slow
+async def test_the_student_path_writes_compact_json_on_the_real_server(endpoint):
+    """What the bench runs for the student: its prompt and answer model on the embedded llama.cpp server under
+    the llguidance grammar. The answer comes back without spaces and without argument types (CoNLL04's relation
+    types fix them), as the student is trained to write it, and the extractor grounds it into a record."""
+    client = LLMClient.from_endpoints([replace(endpoint, structured_output="llguidance")], max_parse_retries=0)
+    params = SamplingParams(temperature=0.0, seed=0, max_tokens=160)
+    try:
+        [answer] = await client.structured(build_messages(TEXT, SCHEMA), answer_model(SCHEMA, DATASET.mentions),
+                                           params)
+        [record] = await StudentExtractor(client, SCHEMA, params, rules=mention_rules(DATASET)).extract_batch([TEXT])
+    finally:
+        await client.aclose()
+    assert answer.raw.startswith('{"entities":[') and '", "' not in answer.raw and '": "' not in answer.raw
+    assert "head_type" not in answer.raw
+    stats = record.model_extra["stats"]
+    assert stats["calls"] == 1 and stats["failed_calls"] == 0
+    assert all(record.text[e.start:e.end] == e.text for e in record.entities)
 
 
 async def test_record_wall_time_is_service_time_not_queueing():
