@@ -67,10 +67,11 @@ def _student_endpoint(endpoint: str | None, model: str | None, model_name: str |
                       settings: Mapping[str, Any]) -> Iterator[Endpoint]:
     if endpoint and (model or adapter):
         raise ConfigError("model, adapter: they start the embedded server; drop them when giving endpoint")
-    if not endpoint and not adapter:
-        raise ConfigError("method 'student' needs endpoint=URL with model_name=NAME, or adapter=PATH.gguf (a GGUF "
-                          "LoRA served on the embedded model)")
-    server = {"lora": [adapter], "n_parallel": settings.get("concurrency", STUDENT_SETTINGS["concurrency"])}
+    if not endpoint and not (adapter or model):
+        raise ConfigError("method 'student' needs endpoint=URL with model_name=NAME, adapter=PATH.gguf (a GGUF "
+                          "LoRA served on the embedded model) or model=STUDENT.gguf (merged: student.gguf_merge)")
+    server = {"lora": [adapter] if adapter else [],
+              "n_parallel": settings.get("concurrency", STUDENT_SETTINGS["concurrency"])}
     with ensure_endpoint(model_name if endpoint else model, endpoint, api_key_env=settings.get("api_key_env"),
                          **({} if endpoint else server)) as ep:
         yield ep
@@ -132,7 +133,8 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
         `soft-self-consistency`, `crossagentie`) or `student`.
     endpoint, model_name: an OpenAI-compatible base URL and the model (or LoRA adapter) served there. Without
         them the embedded llama.cpp server runs `model` (a catalogue name or GGUF path; default the catalogue's),
-        with the GGUF LoRA `adapter` for the student.
+        with the GGUF LoRA `adapter` for the student (or `model` alone: a student merged by
+        `python -m student.gguf_merge`).
     settings: a teacher method's `teacher.config.TeacherConfig` fields (`max_rounds=1`, `concurrency=4`,
         `api_key_env="OPENAI_API_KEY"`, ...; over the config's `teacher:` section), or the student's
         `serve.client.extract_async` keywords (`concurrency`, `max_reasks`, `timeouts`, ...); others are refused.

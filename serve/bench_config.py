@@ -28,6 +28,8 @@ class BenchConfig:
     api_key_env: str | None = opt(None, "NAME of the env var holding --endpoint's API key")
     student_adapter: str | None = opt(None, "student's GGUF LoRA adapter, served on the embedded server")
     student_base: str = opt("qwen2.5-coder-0.5b", "base model of --student-adapter (catalogue name or GGUF)")
+    student_gguf: str | None = opt(None, "the student merged into one GGUF (python -m student.gguf_merge), served "
+                                         "on the embedded server with no adapter")
     student_endpoint: str | None = opt(None, "student's OpenAI-compatible base URL (e.g. vLLM)")
     student_model: str = opt("student", "model or adapter name at --student-endpoint")
     concurrency: int = opt(1, "sentences in flight at once (match the server's parallel slots)")
@@ -38,8 +40,14 @@ class BenchConfig:
     overhead: bool = opt(False, "replay each teacher method's fresh calls as plain requests: the toolkit's cost")
 
     def __post_init__(self) -> None:
-        if "student" in self.methods and not (self.student_adapter or self.student_endpoint):
-            raise ConfigError("bench.methods: 'student' needs --student-adapter PATH.gguf or --student-endpoint URL")
+        given = [flag for flag, value in (("--student-adapter", self.student_adapter),
+                                          ("--student-gguf", self.student_gguf),
+                                          ("--student-endpoint", self.student_endpoint)) if value]
+        if "student" in self.methods and not given:
+            raise ConfigError("bench.methods: 'student' needs --student-adapter PATH.gguf, --student-gguf "
+                              "MERGED.gguf or --student-endpoint URL")
+        if len(given) > 1:
+            raise ConfigError(f"bench: {' and '.join(given)} name two students; give one")
         if self.endpoint and not self.model_name:
             raise ConfigError("bench.model_name: --endpoint needs --model-name")
         if self.offset < 0:
@@ -49,19 +57,20 @@ class BenchConfig:
 
     def student_used(self) -> str:
         """The student a bench ran (bench.json's `student_adapter`): the model at --student-endpoint when one is
-        given, else the --student-adapter file."""
+        given, else the --student-gguf or --student-adapter file."""
         if self.student_endpoint:
             return f"{self.student_model} at {self.student_endpoint}"
-        return str(self.student_adapter)
+        return str(self.student_gguf or self.student_adapter)
 
     def settings_key(self, method: str) -> dict[str, Any]:
         """What a reusable row must have been measured with: the settings, and the content of everything that
-        decides its labels (dataset config, prompts and code; the student's adapter file)."""
+        decides its labels (dataset config, prompts and code; the student's adapter or merged file)."""
         keep = ("config", "split", "offset", "limit", "concurrency", "model", "endpoint", "model_name")
         key = {k: getattr(self, k) for k in keep}
         key["inputs_sha256"] = self._digests["inputs"]
         if method == "student":
             key.update(student_adapter=self.student_adapter, student_base=self.student_base,
+                       student_gguf=self.student_gguf,
                        student_endpoint=self.student_endpoint, student_model=self.student_model,
                        student_sha256=self._digests["student"])
         return key
@@ -71,8 +80,7 @@ class BenchConfig:
         """Read once per bench: the files are hashed as they were when it started."""
         code = sorted(p for d in LABELLING_CODE for p in (REPO_ROOT / d).rglob("*") if p.suffix in (".py", ".txt"))
         student = [REPO_ROOT / "serve" / "client.py"]  # the student's sampling settings
-        if self.student_adapter:
-            student.append(Path(self.student_adapter))
+        student += [Path(p) for p in (self.student_adapter, self.student_gguf) if p]
         return {"inputs": files_digest([Path(self.config), *code]), "student": files_digest(student)}
 
 

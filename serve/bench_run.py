@@ -111,7 +111,8 @@ def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
         return
     from ie.llm.local import LocalServer
 
-    with LocalServer(cfg.student_base, lora=[cfg.student_adapter], n_parallel=cfg.concurrency,
+    lora = [cfg.student_adapter] if cfg.student_adapter else []
+    with LocalServer(cfg.student_gguf or cfg.student_base, lora=lora, n_parallel=cfg.concurrency,
                      threads=cfg.threads) as srv:
         yield srv.endpoint()
 
@@ -196,7 +197,14 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
             preds, wall = await resumed(out, "student", cfg, records, extractor.extract_batch)
         finally:
             await client.aclose()
-    return list(preds), wall, f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}", None
+    return list(preds), wall, student_model_name(cfg), None
+
+
+def student_model_name(cfg: BenchConfig) -> str:
+    """The student row's model: the merged GGUF's file name, or base + adapter (or the endpoint's model)."""
+    if cfg.student_gguf:
+        return Path(cfg.student_gguf).name
+    return f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}"
 
 
 async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, concurrency: int) -> Overhead:

@@ -45,19 +45,19 @@ def export_gguf_lora(adapter_dir: str | Path, out_path: str | Path, base: str | 
     from transformers import AutoConfig
 
     adapter_dir, out_path = Path(adapter_dir), Path(out_path)
-    lora = _read_lora_config(adapter_dir)
+    lora = read_lora_config(adapter_dir)
     base_config = AutoConfig.from_pretrained(str(base or lora["base_model_name_or_path"]))
     arch = base_config.model_type
     if arch not in SUPPORTED_ARCHS:
         raise ExportError(f"{adapter_dir}: base architecture {arch!r} is not supported; export a merged model "
                           f"(--merge) with llama.cpp's convert_hf_to_gguf.py instead (supported: {SUPPORTED_ARCHS})")
-    pairs = _lora_pairs(load_file(str(adapter_dir / "adapter_model.safetensors")), adapter_dir)
+    pairs = lora_pairs(load_file(str(adapter_dir / "adapter_model.safetensors")), adapter_dir)
     np_dtype = {"f32": "float32", "f16": "float16"}[dtype]
     writer = gguf.GGUFWriter(str(out_path), arch)
     writer.add_type(gguf.GGUFType.ADAPTER)
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
-    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, _effective_alpha(lora))
-    for name, lora_a, lora_b in _gguf_tensors(pairs, base_config):
+    writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, effective_alpha(lora))
+    for name, lora_a, lora_b in gguf_tensors(pairs, base_config):
         writer.add_tensor(f"{name}.lora_a", lora_a.float().numpy().astype(np_dtype))
         writer.add_tensor(f"{name}.lora_b", lora_b.float().numpy().astype(np_dtype))
     writer.write_header_to_file()
@@ -67,7 +67,7 @@ def export_gguf_lora(adapter_dir: str | Path, out_path: str | Path, base: str | 
     return out_path
 
 
-def _read_lora_config(adapter_dir: Path) -> dict[str, Any]:
+def read_lora_config(adapter_dir: Path) -> dict[str, Any]:
     path = adapter_dir / "adapter_config.json"
     if not path.is_file():
         raise ExportError(f"{adapter_dir}: no adapter_config.json; pass the directory a peft adapter was saved to")
@@ -86,13 +86,13 @@ def _read_lora_config(adapter_dir: Path) -> dict[str, Any]:
     return lora
 
 
-def _effective_alpha(lora: dict[str, Any]) -> float:
+def effective_alpha(lora: dict[str, Any]) -> float:
     """llama.cpp always scales by alpha / r; rsLoRA's alpha / sqrt(r) is the same scale with alpha * sqrt(r)."""
     alpha = float(lora["lora_alpha"])
     return alpha * math.sqrt(lora["r"]) if lora.get("use_rslora") else alpha
 
 
-def _lora_pairs(weights: dict[str, torch.Tensor], adapter_dir: Path) -> dict[str, tuple[torch.Tensor, ...]]:
+def lora_pairs(weights: dict[str, torch.Tensor], adapter_dir: Path) -> dict[str, tuple[torch.Tensor, ...]]:
     """{"model.layers.0.self_attn.q_proj": (A, B)} from peft's saved tensor names."""
     pairs: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in weights.items():
@@ -104,7 +104,7 @@ def _lora_pairs(weights: dict[str, torch.Tensor], adapter_dir: Path) -> dict[str
     return {module: (ab["A"], ab["B"]) for module, ab in sorted(pairs.items())}
 
 
-def _gguf_tensors(pairs: dict[str, tuple[torch.Tensor, ...]], base_config: Any):
+def gguf_tensors(pairs: dict[str, tuple[torch.Tensor, ...]], base_config: Any):
     """(GGUF weight name, lora_a, lora_b) per adapted layer, in llama.cpp's tensor layout."""
     import gguf
 

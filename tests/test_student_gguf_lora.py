@@ -1,8 +1,10 @@
 """GGUF LoRA export: file structure on tiny in-code models, and (slow) llama.cpp serving the exported adapter over
-the smollm2-135m GGUF reproduces what the peft model does."""
+the smollm2-135m GGUF, or that GGUF with the adapter merged in (`student.gguf_merge`), reproduces what the peft
+model does."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ torch = pytest.importorskip("torch")
 gguf = pytest.importorskip("gguf")
 
 from student.gguf_lora import ExportError, export_gguf_lora, llama_permute
+from student.gguf_merge import merge_into_gguf
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -100,16 +103,34 @@ def assert_gguf_stores_permuted_qk(path: Path, base) -> None:
         assert torch.equal(llama_permute(proj.weight.detach(), base.config.num_attention_heads, n_kv), stored)
 
 
-@pytest.mark.slow
-def test_llama_cpp_serves_the_adapter_like_peft(tmp_path):
-    """A q/k-only LoRA trained to answer "The capital of France is" with an absurd continuation: llama.cpp with
-    the exported adapter says what peft says, and not what the base says. q/k alone catches a wrong row order."""
-    import httpx
+@dataclass
+class Memorized:
+    """A q/k-only LoRA over smollm2-135m trained to continue `prompt` absurdly, and what peft generates with it."""
+    gguf_path: Path
+    base_dir: Path
+    adapter_dir: Path
+    prompt: str
+    peft_text: str
+
+    def served(self, model: Path, lora: list[Path]) -> str:
+        import httpx
+
+        from ie.llm.local import LocalServer
+
+        with LocalServer(str(model), lora=lora, n_ctx=256, threads=2) as server:
+            body = {"model": server.model_name, "prompt": self.prompt, "max_tokens": 6, "temperature": 0}
+            return httpx.post(f"{server.base_url}/completions", json=body, timeout=60).json()["choices"][0]["text"]
+
+
+@pytest.fixture(scope="module")
+def memorized(tmp_path_factory) -> Memorized:
+    """q/k alone catches a wrong row order; the test is about the export, not about training."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ie.llm.local import LocalServer, model_path
+    from ie.llm.local import model_path
 
+    tmp_path = tmp_path_factory.mktemp("memorized")
     path = model_path("smollm2-135m")
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     base = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
@@ -122,21 +143,37 @@ def test_llama_cpp_serves_the_adapter_like_peft(tmp_path):
     labels = ids.clone()
     labels[:, : tokenizer(prompt, return_tensors="pt").input_ids.shape[1]] = -100
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-3)
-    for _ in range(20):  # memorize one continuation; the test is about the export, not about training
+    for _ in range(20):  # memorize one continuation
         model(input_ids=ids, labels=labels).loss.backward()
         optimizer.step()
         optimizer.zero_grad()
     model.eval()
     prompt_ids = tokenizer(prompt, return_tensors="pt").input_ids
     peft_text = tokenizer.decode(model.generate(prompt_ids, max_new_tokens=6, do_sample=False)[0, prompt_ids.shape[1]:])
-    model.save_pretrained(tmp_path / "adapter")
-    adapter = export_gguf_lora(tmp_path / "adapter", tmp_path / "adapter.gguf", base=tmp_path / "base")
-
-    def served(lora: list[Path]) -> str:
-        with LocalServer(str(path), lora=lora, n_ctx=256, threads=2) as server:
-            body = {"model": server.model_name, "prompt": prompt, "max_tokens": 6, "temperature": 0}
-            return httpx.post(f"{server.base_url}/completions", json=body, timeout=60).json()["choices"][0]["text"]
-
     assert peft_text.startswith(" a purple elephant")
-    assert served([adapter]) == peft_text
-    assert "purple" not in served([])
+    model.save_pretrained(tmp_path / "adapter")
+    return Memorized(path, tmp_path / "base", tmp_path / "adapter", prompt, peft_text)
+
+
+@pytest.mark.slow
+def test_llama_cpp_serves_the_adapter_like_peft(memorized, tmp_path):
+    """llama.cpp with the exported adapter says what peft says, and not what the base says."""
+    adapter = export_gguf_lora(memorized.adapter_dir, tmp_path / "adapter.gguf", base=memorized.base_dir)
+    assert memorized.served(memorized.gguf_path, [adapter]) == memorized.peft_text
+    assert "purple" not in memorized.served(memorized.gguf_path, [])
+
+
+@pytest.mark.slow
+def test_llama_cpp_serves_the_merged_gguf_like_peft(memorized, tmp_path):
+    """The adapter merged into the base GGUF (its q/k weights now Q8_0) says what peft says, with no adapter."""
+    report = merge_into_gguf(memorized.adapter_dir, tmp_path / "student.gguf", memorized.gguf_path,
+                             base=memorized.base_dir)
+    assert report.merged == 2 * 30 and set(report.retyped.values()) == {"Q4_1 -> Q8_0"}
+    assert memorized.served(report.out_path, []) == memorized.peft_text
+    # The API runs a merged student as `model`, with no adapter: one constrained call, a grounded record.
+    import crossagentie
+
+    record = crossagentie.extract("NASA is in Houston .", schema="conll04", method="student",
+                                  model=str(report.out_path), max_reasks=0)
+    assert record.model_extra["stats"]["calls"] == 1
+    assert all(record.text[e.start:e.end] == e.text for e in record.entities)
