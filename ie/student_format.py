@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ie.claims import AgentId, NamedEntity, NamedRelation, assemble, flatten, joint_claims, uncontested, with_arguments
 from ie.config import DatasetConfig, TaskSchema
@@ -37,6 +36,28 @@ MAX_ITEMS = 50
 # The student writes JSON without spaces (its answer is most of its cost; the spaces are a quarter of its tokens),
 # and its answer model tells the llguidance grammar so.
 SEPARATORS = TightAnswer.separators
+
+
+class AnswerEntity(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    text: str
+    type: str
+
+
+class AnswerRelation(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    head: str
+    type: str
+    tail: str
+    head_type: str | None = None
+    tail_type: str | None = None
+
+
+class StudentAnswer(BaseModel):
+    """The answer format, with types as free strings (what `parse_answer` accepts)."""
+    model_config = ConfigDict(extra="ignore")
+    entities: list[AnswerEntity] = Field(default_factory=list)
+    relations: list[AnswerRelation] = Field(default_factory=list)
 
 
 @cache
@@ -71,19 +92,19 @@ def names_argument_types(schema: TaskSchema) -> bool:
     return any(len(spec.head or every) > 1 or len(spec.tail or every) > 1 for spec in schema.relation_types.values())
 
 
-def _relation_item(head: str, head_type: str, tail: str, tail_type: str, with_types: bool) -> list[str]:
-    return [head, head_type, tail, tail_type] if with_types else [head, tail]
+def _relation_item(head: str, head_type: str, relation: str, tail: str, tail_type: str,
+                   with_types: bool) -> dict[str, str]:
+    if with_types:
+        return {"head": head, "head_type": head_type, "type": relation, "tail": tail, "tail_type": tail_type}
+    return {"head": head, "type": relation, "tail": tail}
 
 
 def output_format(schema: TaskSchema) -> str:
-    """The answer format as the prompt shows it, in the compact JSON the student writes: mentions grouped under
-    their type, relations as argument lists grouped under theirs (the types are written once, not per item)."""
-    answer: dict[str, Any] = {"entities": {"<entity type>": ["<exact text>"]}}
-    if schema.relation_types:
-        pair = _relation_item("<head entity text>", "<head entity type>", "<tail entity text>", "<tail entity type>",
+    """The answer format as the prompt shows it, in the compact JSON the student writes."""
+    relation = _relation_item("<entity text>", "<entity type>", "<relation type>", "<entity text>", "<entity type>",
                               names_argument_types(schema))
-        answer["relations"] = {"<relation type>": [pair]}
-    return json.dumps(answer, ensure_ascii=False, separators=SEPARATORS)
+    return json.dumps({"entities": [{"text": "<exact text>", "type": "<entity type>"}], "relations": [relation]},
+                      ensure_ascii=False, separators=SEPARATORS)
 
 
 def build_messages(text: str, schema: TaskSchema) -> list[dict[str, str]]:
@@ -96,24 +117,21 @@ def build_messages(text: str, schema: TaskSchema) -> list[dict[str, str]]:
 
 
 def render_answer(record: Record, schema: TaskSchema) -> str:
-    """The record's labels as the student's compact JSON answer: each type in schema order, only where it has
-    items; each mention once, in text order; relations name their arguments' types only where the schema leaves
-    them open (`names_argument_types`)."""
-    entities: dict[str, list[str]] = {name: [] for name in schema.entity_types}
+    """The record's labels as the student's compact JSON answer: one entity per (text, type), in text order;
+    relations name their arguments' types only where the schema leaves them open (`names_argument_types`)."""
+    entities: list[dict[str, str]] = []
     for e in sorted(record.entities, key=lambda e: (e.start, e.end, e.type)):
-        if e.text not in entities[e.type]:
-            entities[e.type].append(e.text)
-    relations: dict[str, list[list[str]]] = {name: [] for name in schema.relation_types}
+        item = {"text": e.text, "type": e.type}
+        if item not in entities:
+            entities.append(item)
+    relations: list[dict[str, str]] = []
     with_types = names_argument_types(schema)
     for r in record.relations:
         h, t = record.entities[r.head], record.entities[r.tail]
-        item = _relation_item(h.text, h.type, t.text, t.type, with_types)
-        if item not in relations[r.type]:
-            relations[r.type].append(item)
-    answer: dict[str, Any] = {"entities": {k: v for k, v in entities.items() if v}}
-    if schema.relation_types:
-        answer["relations"] = {k: v for k, v in relations.items() if v}
-    return json.dumps(answer, ensure_ascii=False, separators=SEPARATORS)
+        item = _relation_item(h.text, h.type, r.type, t.text, t.type, with_types)
+        if item not in relations:
+            relations.append(item)
+    return json.dumps({"entities": entities, "relations": relations}, ensure_ascii=False, separators=SEPARATORS)
 
 
 def to_example(record: Record, schema: TaskSchema) -> list[dict[str, str]]:
@@ -121,31 +139,28 @@ def to_example(record: Record, schema: TaskSchema) -> list[dict[str, str]]:
     return build_messages(record.text, schema) + [{"role": "assistant", "content": render_answer(record, schema)}]
 
 
-def _grouped(name: str, types: Sequence[str], item: Any, max_items: int) -> type[BaseModel]:
-    """An object with one optional list per type name (names as JSON keys; a field name need not be one)."""
-    fields: dict[str, Any] = {f"t{i}": (list[item], Field(default_factory=list, alias=type_name,
-                                                            max_length=max_items))
-                              for i, type_name in enumerate(types)}
-    return create_model(name, __config__=ConfigDict(populate_by_name=True, extra="forbid"), **fields)
-
-
 @cache
 def _answer_model_cached(schema_json: str, profile: MentionProfile) -> type[BaseModel]:
     schema = TaskSchema.model_validate_json(schema_json)
-    mention: Any = Annotated[str, Field(max_length=profile.max_chars or MAX_MENTION_CHARS)]
+    mention: Any = (str, Field(max_length=profile.max_chars or MAX_MENTION_CHARS))
     max_entities = profile.items_per_sentence or MAX_ITEMS
-    # Both parts default to empty, so an answer cut off at the token limit before its "relations" still keeps its
-    # complete entities (`ie.llm.truncated`) instead of failing validation and being re-asked into the same cut.
-    ents = _grouped("Entities", list(schema.entity_types), mention, max_entities)
-    fields: dict[str, Any] = {"entities": (ents, Field(default_factory=ents))}
+    etype = Literal[tuple(schema.entity_types)]  # type: ignore[valid-type]
+    ent = create_model("Entity", text=mention, type=(etype, ...))
     if schema.relation_types:
-        etype: Any = Literal[tuple(schema.entity_types)]
-        pair: Any = (tuple[mention, etype, mention, etype] if names_argument_types(schema)
-                     else tuple[mention, mention])
-        rels = _grouped("Relations", list(schema.relation_types), pair,
-                        profile.relations_per_sentence or MAX_ITEMS)
-        fields["relations"] = (rels, Field(default_factory=rels))
-    return create_model("StudentAnswer", __base__=TightAnswer, **fields)
+        rtype = Literal[tuple(schema.relation_types)]  # type: ignore[valid-type]
+        if names_argument_types(schema):
+            rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
+                               tail=mention, tail_type=(etype, ...))
+        else:
+            rel = create_model("Relation", head=mention, type=(rtype, ...), tail=mention)
+        rel_field: Any = (list[rel], Field(default_factory=list,  # type: ignore[valid-type]
+                                           max_length=profile.relations_per_sentence or MAX_ITEMS))
+    else:
+        rel_field = (list[AnswerRelation], Field(default_factory=list, max_length=0))
+    # Both lists default to empty, so an answer cut off at the token limit before its "relations" still keeps its
+    # complete entities (`ie.llm.truncated`) instead of failing validation and being re-asked into the same cut.
+    entities = (list[ent], Field(default_factory=list, max_length=max_entities))  # type: ignore[valid-type]
+    return create_model("StudentAnswer", __base__=TightAnswer, entities=entities, relations=rel_field)
 
 
 def answer_model(schema: TaskSchema, profile: MentionProfile | None = None) -> type[BaseModel]:
@@ -164,7 +179,7 @@ class ParseStats:
 
 def _load_answer(answer: str | dict | BaseModel) -> tuple[dict, str | None]:
     if isinstance(answer, BaseModel):
-        return answer.model_dump(by_alias=True), None
+        return answer.model_dump(), None
     if isinstance(answer, dict):
         return answer, None
     body = _FENCE.sub("", answer.strip())
@@ -178,38 +193,18 @@ def _load_answer(answer: str | dict | BaseModel) -> tuple[dict, str | None]:
     return (obj, None) if isinstance(obj, dict) else ({}, "answer is not a JSON object")
 
 
-def _groups(obj: dict, key: str, types: Any, stats: ParseStats) -> list[tuple[str, Any]]:
-    """(type, item) for every item under a known type of `obj[key]`; anything else is counted invalid."""
-    groups = obj.get(key) or {}
-    if not isinstance(groups, dict):
+def _items(obj: dict, key: str, model: type[BaseModel], stats: ParseStats) -> list[Any]:
+    raw = obj.get(key) or []
+    if not isinstance(raw, list):
         stats.invalid += 1
         return []
     out = []
-    for type_name, items in groups.items():
-        if type_name not in types or not isinstance(items, list):
-            stats.invalid += len(items) if isinstance(items, list) else 1
-            continue
-        out += [(type_name, item) for item in items]
+    for item in raw:
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError:
+            stats.invalid += 1
     return out
-
-
-def _named(obj: dict, schema: TaskSchema, stats: ParseStats) -> tuple[list[NamedEntity], list[NamedRelation]]:
-    """The answer's items as `ie.claims` grounds them; malformed items and unknown types are counted, not kept."""
-    entities = []
-    for etype, text in _groups(obj, "entities", schema.entity_types, stats):
-        if isinstance(text, str):
-            entities.append(NamedEntity(text, etype))
-        else:
-            stats.invalid += 1
-    arity = 4 if names_argument_types(schema) else 2
-    relations = []
-    for rtype, args in _groups(obj, "relations", schema.relation_types, stats):
-        if not (isinstance(args, (list, tuple)) and len(args) == arity and all(isinstance(a, str) for a in args)):
-            stats.invalid += 1
-            continue
-        head, head_type, tail, tail_type = args if arity == 4 else (args[0], None, args[1], None)
-        relations.append(NamedRelation(head, tail, rtype, head_type=head_type, tail_type=tail_type))
-    return entities, relations
 
 
 def mention_rules(dataset: DatasetConfig) -> MentionRules:
@@ -217,12 +212,14 @@ def mention_rules(dataset: DatasetConfig) -> MentionRules:
     return MentionRules(dataset.mentions)
 
 
-def _capped(items: list, cap: int | None, stats: ParseStats) -> list:
-    """The first `cap` items (the grammar caps each type's list, not the sentence's); the rest count invalid."""
-    if cap is None or len(items) <= cap:
-        return items
-    stats.invalid += len(items) - cap
-    return items[:cap]
+def _named(answer: StudentAnswer, schema: TaskSchema, stats: ParseStats
+           ) -> tuple[list[NamedEntity], list[NamedRelation]]:
+    """The answer's items as `ie.claims` grounds them; unknown types are counted, not kept."""
+    entities = [NamedEntity(e.text, e.type) for e in answer.entities if e.type in schema.entity_types]
+    relations = [NamedRelation(r.head, r.tail, r.type, head_type=r.head_type, tail_type=r.tail_type)
+                 for r in answer.relations if r.type in schema.relation_types]
+    stats.invalid += len(answer.entities) - len(entities) + len(answer.relations) - len(relations)
+    return entities, relations
 
 
 def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, record_id: str = "",
@@ -230,17 +227,15 @@ def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, 
     """A student answer as a grounded record, post-processed exactly as the teacher's one-step baseline
     (`ie.claims.joint_claims`: every occurrence, arguments snapped to known entities, closest pair; implied
     arguments added; flat typing; `ie.claims.assemble`). Counts land in the record's `stats`
-    (`ungrounded`, `invalid`, `error`); items past the `mentions:` sentence caps count invalid. Never raises
-    for a bad answer: an unusable one gives a record with no labels and `error` set. `rules`:
-    `mention_rules(dataset)`; `tokens`: the record's tokens, if any."""
+    (`ungrounded`, `invalid`, `error`). Never raises for a bad answer: an unusable one gives a record with no
+    labels and `error` set. `rules`: `mention_rules(dataset)`; `tokens`: the record's tokens, if any."""
     stats = ParseStats()
     obj, stats.error = _load_answer(answer)
+    parsed = StudentAnswer(entities=_items(obj, "entities", AnswerEntity, stats),
+                           relations=_items(obj, "relations", AnswerRelation, stats))
     bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == text else ()
     rules = replace(rules or MentionRules(), tokens=bounds)
-    named_entities, named_relations = _named(obj, schema, stats)
-    named_entities = _capped(named_entities, rules.profile.items_per_sentence, stats)
-    named_relations = _capped(named_relations, rules.profile.relations_per_sentence, stats)
-    entities, relations, ungrounded = joint_claims(text, named_entities, named_relations, schema, rules,
+    entities, relations, ungrounded = joint_claims(text, *_named(parsed, schema, stats), schema, rules,
                                                    AgentId("student"))
     rels = uncontested(relations)
     ents = with_arguments(uncontested(entities), rels)

@@ -59,16 +59,14 @@ def test_round_trip_teacher_record_to_example_and_back():
     assert labels(parse_answer(record.text, value, SCHEMA)) == labels(record)
 
 
-def test_render_groups_each_mention_once_under_its_type_in_compact_json():
+def test_render_lists_each_mention_once_in_text_order_in_compact_json():
     raw = render_answer(teacher_record(), SCHEMA)
     answer = json.loads(raw)
-    # types in schema order, only those with items (no "Other"); mentions once each, in text order
-    assert answer["entities"] == {"Peop": ["Anne Hidalgo", "Arvind Krishna"], "Loc": ["Paris"],
-                                  "Org": ["City of Paris", "IBM"]}
-    # CoNLL04's relation types fix their arguments' types, so a relation is its (head, tail) texts
-    assert answer["relations"] == {"Live_In": [["Anne Hidalgo", "Paris"]],
-                                   "Work_For": [["Anne Hidalgo", "City of Paris"], ["Arvind Krishna", "IBM"]]}
-    assert ", " not in raw.replace("City of Paris", "") and ": " not in raw
+    assert [e["text"] for e in answer["entities"]] == ["Paris", "Anne Hidalgo", "City of Paris", "IBM",
+                                                       "Arvind Krishna"]
+    # CoNLL04's relation types fix their arguments' types, so the answer does not repeat them
+    assert answer["relations"][0] == {"head": "Anne Hidalgo", "type": "Work_For", "tail": "City of Paris"}
+    assert '", "' not in raw and '": "' not in raw
 
 
 def test_relations_name_argument_types_only_where_the_schema_leaves_them_open():
@@ -79,11 +77,14 @@ def test_relations_name_argument_types_only_where_the_schema_leaves_them_open():
                                                  Entity(start=16, end=23, type="Task", text="parsing")],
                     relations=[Relation(head=0, tail=1, type="USED-FOR")])
     content = to_example(record, SCIERC.schema)[-1]["content"]
-    assert json.loads(content)["relations"] == {"USED-FOR": [["CRFs", "Method", "parsing", "Task"]]}
+    assert json.loads(content)["relations"] == [{"head": "CRFs", "head_type": "Method", "type": "USED-FOR",
+                                                 "tail": "parsing", "tail_type": "Task"}]
     assert labels(parse_answer(text, content, SCIERC.schema)) == labels(record)
-    for schema, relation, arity in ((SCIERC.schema, "USED-FOR", 4), (SCHEMA, "Kill", 2)):
-        pair = answer_model(schema).model_json_schema()["$defs"]["Relations"]["properties"][relation]["items"]
-        assert len(pair["prefixItems"]) == pair["minItems"] == pair["maxItems"] == arity
+    for schema, fields in ((SCIERC.schema, ["head", "head_type", "type", "tail", "tail_type"]),
+                           (SCHEMA, ["head", "type", "tail"])):
+        defs = answer_model(schema).model_json_schema()["$defs"]
+        assert list(defs["Relation"]["properties"]) == fields
+        assert defs["Relation"]["required"] == fields
 
 
 def test_prompt_lists_schema_and_delimits_text():
@@ -92,8 +93,7 @@ def test_prompt_lists_schema_and_delimits_text():
     for name in [*SCHEMA.entity_types, *SCHEMA.relation_types]:
         assert f"- {name}" in system["content"]
     assert "Kill (Peop -> Peop)" in system["content"]
-    assert ('{"entities":{"<entity type>":["<exact text>"]},"relations":{"<relation type>":[["<head entity text>",'
-            '"<tail entity text>"]]}}') in system["content"]
+    assert '{"head":"<entity text>","type":"<relation type>","tail":"<entity text>"}' in system["content"]
     assert user["content"] == f"Text:\n<text>\n{text}\n</text>"
     assert len(template_sha256()) == 64
 
@@ -101,9 +101,12 @@ def test_prompt_lists_schema_and_delimits_text():
 def test_parse_grounds_like_the_teacher_and_counts_bad_items():
     text = "Robert F. Kennedy was shot by Sirhan Sirhan in Los Angeles ."
     raw = "```json\n" + json.dumps({
-        "entities": {"Peop": ["Robert F. Kennedy", "Kennedy"], "Loc": ["Boston"], "City": ["Los Angeles"],
-                     "Org": [{"oops": 1}]},
-        "relations": {"Kill": [["Sirhan Sirhan", "Kennedy"], ["Sirhan Sirhan"]], "Shot": [["Sirhan Sirhan", "Kennedy"]]},
+        "entities": [{"text": "Robert F. Kennedy", "type": "Peop"}, {"text": "Kennedy", "type": "Peop"},
+                     {"text": "Boston", "type": "Loc"}, {"text": "Los Angeles", "type": "City"}, {"oops": 1}],
+        "relations": [{"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Kill", "tail": "Kennedy",
+                       "tail_type": "Peop"},
+                      {"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Shot", "tail": "Kennedy",
+                       "tail_type": "Peop"}],
     }) + "\n```"
     r = parse_answer(text, raw, SCHEMA, "x")
     # "Kennedy" inside the longer mention is dropped; the relation argument snaps onto "Robert F. Kennedy";
@@ -111,12 +114,12 @@ def test_parse_grounds_like_the_teacher_and_counts_bad_items():
     assert [(e.text, e.type) for e in r.entities] == [("Robert F. Kennedy", "Peop"), ("Sirhan Sirhan", "Peop")]
     assert [(r.entities[x.head].text, x.type, r.entities[x.tail].text) for x in r.relations] == [
         ("Sirhan Sirhan", "Kill", "Robert F. Kennedy")]
-    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 4}  # City, the object, the 1-argument Kill, Shot
+    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 3}
 
 
 def test_parse_snaps_spans_to_tokens():
     tokens = ["He", "flew", "to", "Boise."]
-    r = parse_answer(" ".join(tokens), {"entities": {"Loc": ["Boise"]}},
+    r = parse_answer(" ".join(tokens), {"entities": [{"text": "Boise", "type": "Loc"}], "relations": []},
                      SCHEMA, tokens=tokens)
     assert [e.text for e in r.entities] == ["Boise."] and r.model_extra["tokens"] == tokens
 
@@ -131,22 +134,11 @@ def test_unusable_answer_gives_empty_record_with_error(raw):
 def test_answer_model_enumerates_types():
     model = answer_model(SCHEMA)
     schema = json.dumps(model.model_json_schema())
-    assert list(model.model_json_schema()["$defs"]["Entities"]["properties"]) == ["Peop", "Loc", "Org", "Other"]
+    assert '"enum": ["Peop", "Loc", "Org", "Other"]' in schema
     assert '"maxLength": 120' in schema and '"maxItems": 50' in schema
     with pytest.raises(ValidationError):
-        model.model_validate({"entities": {"PER": ["x"]}})
+        model.model_validate({"entities": [{"text": "x", "type": "PER"}], "relations": []})
     assert answer_model(SCHEMA) is model
     capped = json.dumps(answer_model(SCHEMA, MentionProfile(max_chars=40, items_per_sentence=10,
                                                             relations_per_sentence=5)).model_json_schema())
     assert '"maxLength": 40' in capped and '"maxItems": 10' in capped and '"maxItems": 5' in capped
-
-
-def test_the_sentence_caps_apply_across_the_type_lists():
-    """The grammar caps each type's list; parsing keeps the first `items_per_sentence` entities in all."""
-    from ie.mentions import MentionRules
-
-    text = "Ann and Bob met Cy in Rome and Oslo ."
-    answer = {"entities": {"Peop": ["Ann", "Bob", "Cy"], "Loc": ["Rome", "Oslo"]}}
-    rules = MentionRules(MentionProfile(items_per_sentence=4))
-    r = parse_answer(text, answer, SCHEMA, rules=rules)
-    assert [e.text for e in r.entities] == ["Ann", "Bob", "Cy", "Rome"] and r.model_extra["stats"]["invalid"] == 1
