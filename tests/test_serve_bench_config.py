@@ -22,3 +22,10 @@ def test_two_students_at_once_are_refused(tmp_path, capsys):
     argv = ["--methods", "student", "--student-adapter", "a.gguf", "--student-gguf", "m.gguf", "--out", str(tmp_path)]
     assert bench.main(argv) == 2
     assert "--student-adapter and --student-gguf name two students" in capsys.readouterr().err
+
+
+def test_a_base_model_without_an_adapter_is_refused(tmp_path, capsys):
+    argv = ["--methods", "student", "--student-gguf", "m.gguf", "--student-base", "smollm2-135m", "--out", str(tmp_path)]
+    assert bench.main(argv) == 2
+    assert "--student-base is the base of --student-adapter; --student-gguf brings its own model" in (
+        capsys.readouterr().err)
