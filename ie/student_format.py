@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, create_model
 
 from ie.claims import AgentId, NamedEntity, NamedRelation, assemble, flatten, joint_claims, uncontested, with_arguments
 from ie.config import DatasetConfig, TaskSchema
@@ -36,28 +36,6 @@ MAX_ITEMS = 50
 # The student writes JSON without spaces (its answer is most of its cost; the spaces are a quarter of its tokens),
 # and its answer model tells the llguidance grammar so.
 SEPARATORS = TightAnswer.separators
-
-
-class AnswerEntity(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    text: str
-    type: str
-
-
-class AnswerRelation(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    head: str
-    type: str
-    tail: str
-    head_type: str | None = None
-    tail_type: str | None = None
-
-
-class StudentAnswer(BaseModel):
-    """The answer format, with types as free strings (what `parse_answer` accepts)."""
-    model_config = ConfigDict(extra="ignore")
-    entities: list[AnswerEntity] = Field(default_factory=list)
-    relations: list[AnswerRelation] = Field(default_factory=list)
 
 
 @cache
@@ -93,17 +71,16 @@ def names_argument_types(schema: TaskSchema) -> bool:
 
 
 def _relation_item(head: str, head_type: str, relation: str, tail: str, tail_type: str,
-                   with_types: bool) -> dict[str, str]:
-    if with_types:
-        return {"head": head, "head_type": head_type, "type": relation, "tail": tail, "tail_type": tail_type}
-    return {"head": head, "type": relation, "tail": tail}
+                   with_types: bool) -> list[str]:
+    return [head, head_type, relation, tail, tail_type] if with_types else [head, relation, tail]
 
 
 def output_format(schema: TaskSchema) -> str:
-    """The answer format as the prompt shows it, in the compact JSON the student writes."""
-    relation = _relation_item("<entity text>", "<entity type>", "<relation type>", "<entity text>", "<entity type>",
-                              names_argument_types(schema))
-    return json.dumps({"entities": [{"text": "<exact text>", "type": "<entity type>"}], "relations": [relation]},
+    """The answer format as the prompt shows it, in the compact JSON the student writes: an entity is its
+    [text, type], a relation its [head, type, tail], each type written after the text it types."""
+    relation = _relation_item("<head entity text>", "<head entity type>", "<relation type>", "<tail entity text>",
+                              "<tail entity type>", names_argument_types(schema))
+    return json.dumps({"entities": [["<exact text>", "<entity type>"]], "relations": [relation]},
                       ensure_ascii=False, separators=SEPARATORS)
 
 
@@ -117,14 +94,13 @@ def build_messages(text: str, schema: TaskSchema) -> list[dict[str, str]]:
 
 
 def render_answer(record: Record, schema: TaskSchema) -> str:
-    """The record's labels as the student's compact JSON answer: one entity per (text, type), in text order;
+    """The record's labels as the student's compact JSON answer: one [text, type] per entity, in text order;
     relations name their arguments' types only where the schema leaves them open (`names_argument_types`)."""
-    entities: list[dict[str, str]] = []
+    entities: list[list[str]] = []
     for e in sorted(record.entities, key=lambda e: (e.start, e.end, e.type)):
-        item = {"text": e.text, "type": e.type}
-        if item not in entities:
-            entities.append(item)
-    relations: list[dict[str, str]] = []
+        if [e.text, e.type] not in entities:
+            entities.append([e.text, e.type])
+    relations: list[list[str]] = []
     with_types = names_argument_types(schema)
     for r in record.relations:
         h, t = record.entities[r.head], record.entities[r.tail]
@@ -142,25 +118,21 @@ def to_example(record: Record, schema: TaskSchema) -> list[dict[str, str]]:
 @cache
 def _answer_model_cached(schema_json: str, profile: MentionProfile) -> type[BaseModel]:
     schema = TaskSchema.model_validate_json(schema_json)
-    mention: Any = (str, Field(max_length=profile.max_chars or MAX_MENTION_CHARS))
-    max_entities = profile.items_per_sentence or MAX_ITEMS
-    etype = Literal[tuple(schema.entity_types)]  # type: ignore[valid-type]
-    ent = create_model("Entity", text=mention, type=(etype, ...))
+    mention: Any = Annotated[str, Field(max_length=profile.max_chars or MAX_MENTION_CHARS)]
+    etype: Any = Literal[tuple(schema.entity_types)]
+    relation: Any = tuple[str, str, str]
+    max_relations = 0
     if schema.relation_types:
-        rtype = Literal[tuple(schema.relation_types)]  # type: ignore[valid-type]
-        if names_argument_types(schema):
-            rel = create_model("Relation", head=mention, head_type=(etype, ...), type=(rtype, ...),
-                               tail=mention, tail_type=(etype, ...))
-        else:
-            rel = create_model("Relation", head=mention, type=(rtype, ...), tail=mention)
-        rel_field: Any = (list[rel], Field(default_factory=list,  # type: ignore[valid-type]
-                                           max_length=profile.relations_per_sentence or MAX_ITEMS))
-    else:
-        rel_field = (list[AnswerRelation], Field(default_factory=list, max_length=0))
+        rtype: Any = Literal[tuple(schema.relation_types)]
+        relation = (tuple[mention, etype, rtype, mention, etype] if names_argument_types(schema)
+                    else tuple[mention, rtype, mention])
+        max_relations = profile.relations_per_sentence or MAX_ITEMS
     # Both lists default to empty, so an answer cut off at the token limit before its "relations" still keeps its
     # complete entities (`ie.llm.truncated`) instead of failing validation and being re-asked into the same cut.
-    entities = (list[ent], Field(default_factory=list, max_length=max_entities))  # type: ignore[valid-type]
-    return create_model("StudentAnswer", __base__=TightAnswer, entities=entities, relations=rel_field)
+    entities = (list[tuple[mention, etype]], Field(default_factory=list,
+                                                   max_length=profile.items_per_sentence or MAX_ITEMS))
+    relations = (list[relation], Field(default_factory=list, max_length=max_relations))
+    return create_model("StudentAnswer", __base__=TightAnswer, entities=entities, relations=relations)
 
 
 def answer_model(schema: TaskSchema, profile: MentionProfile | None = None) -> type[BaseModel]:
@@ -193,18 +165,16 @@ def _load_answer(answer: str | dict | BaseModel) -> tuple[dict, str | None]:
     return (obj, None) if isinstance(obj, dict) else ({}, "answer is not a JSON object")
 
 
-def _items(obj: dict, key: str, model: type[BaseModel], stats: ParseStats) -> list[Any]:
+def _items(obj: dict, key: str, arity: int, stats: ParseStats) -> list[list[str]]:
+    """`obj[key]`'s items that are lists of `arity` strings; any other item is counted invalid."""
     raw = obj.get(key) or []
     if not isinstance(raw, list):
         stats.invalid += 1
         return []
-    out = []
-    for item in raw:
-        try:
-            out.append(model.model_validate(item))
-        except ValidationError:
-            stats.invalid += 1
-    return out
+    items = [list(item) for item in raw
+             if isinstance(item, (list, tuple)) and len(item) == arity and all(isinstance(a, str) for a in item)]
+    stats.invalid += len(raw) - len(items)
+    return items
 
 
 def mention_rules(dataset: DatasetConfig) -> MentionRules:
@@ -212,14 +182,18 @@ def mention_rules(dataset: DatasetConfig) -> MentionRules:
     return MentionRules(dataset.mentions)
 
 
-def _named(answer: StudentAnswer, schema: TaskSchema, stats: ParseStats
-           ) -> tuple[list[NamedEntity], list[NamedRelation]]:
-    """The answer's items as `ie.claims` grounds them; unknown types are counted, not kept."""
-    entities = [NamedEntity(e.text, e.type) for e in answer.entities if e.type in schema.entity_types]
-    relations = [NamedRelation(r.head, r.tail, r.type, head_type=r.head_type, tail_type=r.tail_type)
-                 for r in answer.relations if r.type in schema.relation_types]
-    stats.invalid += len(answer.entities) - len(entities) + len(answer.relations) - len(relations)
-    return entities, relations
+def _named(obj: dict, schema: TaskSchema, stats: ParseStats) -> tuple[list[NamedEntity], list[NamedRelation]]:
+    """The answer's items as `ie.claims` grounds them; malformed items and unknown types are counted, not kept."""
+    entities = [NamedEntity(text, etype) for text, etype in _items(obj, "entities", 2, stats)]
+    with_types = names_argument_types(schema)
+    relations = []
+    for args in _items(obj, "relations", 5 if with_types else 3, stats):
+        head, head_type, rtype, tail, tail_type = args if with_types else (args[0], None, args[1], args[2], None)
+        relations.append(NamedRelation(head, tail, rtype, head_type=head_type, tail_type=tail_type))
+    known_entities = [e for e in entities if e.type in schema.entity_types]
+    known_relations = [r for r in relations if r.relation in schema.relation_types]
+    stats.invalid += len(entities) - len(known_entities) + len(relations) - len(known_relations)
+    return known_entities, known_relations
 
 
 def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, record_id: str = "",
@@ -231,11 +205,9 @@ def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, 
     labels and `error` set. `rules`: `mention_rules(dataset)`; `tokens`: the record's tokens, if any."""
     stats = ParseStats()
     obj, stats.error = _load_answer(answer)
-    parsed = StudentAnswer(entities=_items(obj, "entities", AnswerEntity, stats),
-                           relations=_items(obj, "relations", AnswerRelation, stats))
     bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == text else ()
     rules = replace(rules or MentionRules(), tokens=bounds)
-    entities, relations, ungrounded = joint_claims(text, *_named(parsed, schema, stats), schema, rules,
+    entities, relations, ungrounded = joint_claims(text, *_named(obj, schema, stats), schema, rules,
                                                    AgentId("student"))
     rels = uncontested(relations)
     ents = with_arguments(uncontested(entities), rels)

@@ -12,8 +12,8 @@ from ie.schema import Record
 
 NAMES = ("Dole", "Reagan", "Rome", "NASA", "Houston")
 SCHEMA = {"entity_types": {"Peop": {"description": "a person"}, "Loc": {"description": "a place"}}}
-STUDENT = Reply(json.dumps({"entities": [{"text": "NASA", "type": "Org"}, {"text": "Houston", "type": "Loc"}],
-                            "relations": [{"head": "NASA", "type": "OrgBased_In", "tail": "Houston"}]}))
+STUDENT = Reply(json.dumps({"entities": [["NASA", "Org"], ["Houston", "Loc"]],
+                            "relations": [["NASA", "OrgBased_In", "Houston"]]}))
 
 
 def every_name_a_location(body: dict) -> Reply:

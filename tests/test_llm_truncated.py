@@ -1,7 +1,7 @@
 """Salvaging cut-off answers: complete items kept, open brackets closed, nothing invented."""
 import json
 
-from ie.llm.truncated import salvage
+from ie.llm.truncated import salvage, salvage_candidates
 
 
 def test_cut_inside_an_item_keeps_the_complete_ones():
@@ -27,3 +27,22 @@ def test_complete_or_arrayless_or_mismatched_text_is_not_salvaged():
     assert salvage('{"items": []}') is None
     assert salvage('{"label": "Lo') is None
     assert salvage('{"items": [}') is None
+
+
+def test_string_items_are_complete_items():
+    assert json.loads(salvage('{"entities": {"Peop": ["Dole", "Rea')) == {"entities": {"Peop": ["Dole"]}}
+
+
+def test_an_item_cut_inside_falls_back_to_the_longest_valid_prefix():
+    """The student's items are fixed-length lists ([head, type, tail]): `[]` or `["c"]` is no relation, so the
+    client takes the next shorter prefix that its answer model accepts."""
+    from ie.config import load_config, resolve_config_path
+    from ie.llm.client import _salvaged
+    from ie.student_format import answer_model
+
+    raw = '{"entities":[["a","Peop"],["c","Peop"],["b","Loc"]],"relations":[["a","Live_In","b"],["c'
+    candidates = [json.loads(c)["relations"] for c in salvage_candidates(raw)[:2]]
+    assert candidates == [[["a", "Live_In", "b"], []], [["a", "Live_In", "b"]]]  # "c is cut inside: not an item
+    model = answer_model(load_config(resolve_config_path("conll04")).task_schema)
+    salvaged = _salvaged(raw, model).model_dump(by_alias=True)
+    assert salvaged["relations"] == [("a", "Live_In", "b")] and len(salvaged["entities"]) == 3

@@ -18,9 +18,8 @@ DATASET = load_config(resolve_config_path("conll04"))
 SCHEMA = DATASET.task_schema
 TEXT = "Lee Harvey Oswald shot John F. Kennedy in Dallas ."
 GOOD = json.dumps({
-    "entities": [{"text": "Lee Harvey Oswald", "type": "Peop"}, {"text": "John F. Kennedy", "type": "Peop"},
-                 {"text": " Dallas", "type": "Loc"}, {"text": "Houston", "type": "Loc"}],
-    "relations": [{"head": "Lee Harvey Oswald", "type": "Kill", "tail": "John F. Kennedy"}],
+    "entities": [["Lee Harvey Oswald", "Peop"], ["John F. Kennedy", "Peop"], [" Dallas", "Loc"], ["Houston", "Loc"]],
+    "relations": [["Lee Harvey Oswald", "Kill", "John F. Kennedy"]],
 })
 
 
@@ -58,13 +57,14 @@ async def test_the_grammar_closes_the_lists_at_the_datasets_caps():
     profile = DATASET.mentions
     assert wire["properties"]["entities"]["maxItems"] == profile.items_per_sentence == 10
     assert wire["properties"]["relations"]["maxItems"] == profile.relations_per_sentence == 5
-    assert wire["$defs"]["Entity"]["properties"]["text"]["maxLength"] == profile.max_chars == 40
+    mention, _ = wire["properties"]["entities"]["items"]["prefixItems"]
+    assert mention["maxLength"] == profile.max_chars == 40
 
 
 async def test_an_answer_cut_off_at_the_token_limit_keeps_its_items_and_is_counted():
     from ie.llm.types import ChatResponse, Choice
 
-    cut = GOOD[:GOOD.index('{"text": " Dallas"')]  # the two people, then the token limit
+    cut = GOOD[:GOOD.index('[" Dallas"') + 4]  # the two people, then the token limit inside the third item
     ex, _ = extractor(lambda req: ChatResponse([Choice(cut, finish_reason="length")], 300, 384))
     (rec,) = await ex.extract_batch([TEXT])
     stats = rec.model_extra["stats"]
@@ -75,8 +75,7 @@ async def test_an_answer_cut_off_at_the_token_limit_keeps_its_items_and_is_count
 
 
 async def test_invalid_answer_is_reasked_then_recorded_not_raised():
-    bad = json.dumps({"entities": [{"text": "Dallas", "type": "Loc"}, {"text": "Kennedy", "type": "PERSON"}],
-                      "relations": []})
+    bad = json.dumps({"entities": [["Dallas", "Loc"], ["Kennedy", "PERSON"]], "relations": []})
     ex, transport = extractor(lambda req: bad)
     inputs = [Record(id="a", text=TEXT, meta={"k": 1}), Record(id="b", text="Nothing here .")]
     recs = await ex.extract_batch(inputs)
@@ -161,7 +160,8 @@ async def test_the_student_path_writes_compact_json_on_the_real_server(endpoint)
     finally:
         await client.aclose()
     assert answer.raw.startswith('{"entities":[') and '", "' not in answer.raw and '": "' not in answer.raw
-    assert "head_type" not in answer.raw
+    assert all(len(item) == 2 for item in json.loads(answer.raw)["entities"])  # [text, type]
+    assert all(len(item) == 3 for item in json.loads(answer.raw).get("relations", []))  # no argument types
     stats = record.model_extra["stats"]
     assert stats["calls"] == 1 and stats["failed_calls"] == 0
     assert all(record.text[e.start:e.end] == e.text for e in record.entities)
@@ -188,7 +188,7 @@ async def test_record_wall_time_is_service_time_not_queueing():
 
 from fault_server import FaultServer, Reply, always, closed_port
 
-VALID = Reply(json.dumps({"entities": [{"text": "Dallas", "type": "Loc"}], "relations": []}))
+VALID = Reply(json.dumps({"entities": [["Dallas", "Loc"]], "relations": []}))
 
 
 def cli_args(tmp_path, url, *extra):
@@ -247,8 +247,8 @@ def test_library_extract_needs_the_dataset_config():
 def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, capsys):
     data, out = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
     write_records(data, TEACHER_GOLD[:2])
-    answer = json.dumps({"entities": [{"text": "NASA", "type": "Org"}, {"text": "Houston", "type": "Loc"}],
-                         "relations": [{"head": "NASA", "type": "OrgBased_In", "tail": "Houston"}]})
+    answer = json.dumps({"entities": [["NASA", "Org"], ["Houston", "Loc"]],
+                         "relations": [["NASA", "OrgBased_In", "Houston"]]})
     with FaultServer(lambda body: Reply(answer)) as server:
         assert main(["--endpoint", server.url, "--model", "m", "--input", str(data), "--config", "conll04",
                      "--out", str(out), "--retries", "0"]) == 0

@@ -62,10 +62,11 @@ def test_round_trip_teacher_record_to_example_and_back():
 def test_render_lists_each_mention_once_in_text_order_in_compact_json():
     raw = render_answer(teacher_record(), SCHEMA)
     answer = json.loads(raw)
-    assert [e["text"] for e in answer["entities"]] == ["Paris", "Anne Hidalgo", "City of Paris", "IBM",
-                                                       "Arvind Krishna"]
-    # CoNLL04's relation types fix their arguments' types, so the answer does not repeat them
-    assert answer["relations"][0] == {"head": "Anne Hidalgo", "type": "Work_For", "tail": "City of Paris"}
+    # each entity is [text, type]: the type comes after the text it types
+    assert answer["entities"] == [["Paris", "Loc"], ["Anne Hidalgo", "Peop"], ["City of Paris", "Org"],
+                                  ["IBM", "Org"], ["Arvind Krishna", "Peop"]]
+    # CoNLL04's relation types fix their arguments' types, so a relation is [head, type, tail]
+    assert answer["relations"][0] == ["Anne Hidalgo", "Work_For", "City of Paris"]
     assert '", "' not in raw and '": "' not in raw
 
 
@@ -77,14 +78,11 @@ def test_relations_name_argument_types_only_where_the_schema_leaves_them_open():
                                                  Entity(start=16, end=23, type="Task", text="parsing")],
                     relations=[Relation(head=0, tail=1, type="USED-FOR")])
     content = to_example(record, SCIERC.schema)[-1]["content"]
-    assert json.loads(content)["relations"] == [{"head": "CRFs", "head_type": "Method", "type": "USED-FOR",
-                                                 "tail": "parsing", "tail_type": "Task"}]
+    assert json.loads(content)["relations"] == [["CRFs", "Method", "USED-FOR", "parsing", "Task"]]
     assert labels(parse_answer(text, content, SCIERC.schema)) == labels(record)
-    for schema, fields in ((SCIERC.schema, ["head", "head_type", "type", "tail", "tail_type"]),
-                           (SCHEMA, ["head", "type", "tail"])):
-        defs = answer_model(schema).model_json_schema()["$defs"]
-        assert list(defs["Relation"]["properties"]) == fields
-        assert defs["Relation"]["required"] == fields
+    for schema, arity in ((SCIERC.schema, 5), (SCHEMA, 3)):
+        relation = answer_model(schema).model_json_schema()["properties"]["relations"]["items"]
+        assert len(relation["prefixItems"]) == relation["minItems"] == relation["maxItems"] == arity
 
 
 def test_prompt_lists_schema_and_delimits_text():
@@ -93,7 +91,8 @@ def test_prompt_lists_schema_and_delimits_text():
     for name in [*SCHEMA.entity_types, *SCHEMA.relation_types]:
         assert f"- {name}" in system["content"]
     assert "Kill (Peop -> Peop)" in system["content"]
-    assert '{"head":"<entity text>","type":"<relation type>","tail":"<entity text>"}' in system["content"]
+    assert ('{"entities":[["<exact text>","<entity type>"]],"relations":[["<head entity text>","<relation type>",'
+            '"<tail entity text>"]]}') in system["content"]
     assert user["content"] == f"Text:\n<text>\n{text}\n</text>"
     assert len(template_sha256()) == 64
 
@@ -101,12 +100,9 @@ def test_prompt_lists_schema_and_delimits_text():
 def test_parse_grounds_like_the_teacher_and_counts_bad_items():
     text = "Robert F. Kennedy was shot by Sirhan Sirhan in Los Angeles ."
     raw = "```json\n" + json.dumps({
-        "entities": [{"text": "Robert F. Kennedy", "type": "Peop"}, {"text": "Kennedy", "type": "Peop"},
-                     {"text": "Boston", "type": "Loc"}, {"text": "Los Angeles", "type": "City"}, {"oops": 1}],
-        "relations": [{"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Kill", "tail": "Kennedy",
-                       "tail_type": "Peop"},
-                      {"head": "Sirhan Sirhan", "head_type": "Peop", "type": "Shot", "tail": "Kennedy",
-                       "tail_type": "Peop"}],
+        "entities": [["Robert F. Kennedy", "Peop"], ["Kennedy", "Peop"], ["Boston", "Loc"], ["Los Angeles", "City"],
+                     {"oops": 1}],
+        "relations": [["Sirhan Sirhan", "Kill", "Kennedy"], ["Sirhan Sirhan", "Shot", "Kennedy"], ["Sirhan Sirhan"]],
     }) + "\n```"
     r = parse_answer(text, raw, SCHEMA, "x")
     # "Kennedy" inside the longer mention is dropped; the relation argument snaps onto "Robert F. Kennedy";
@@ -114,12 +110,12 @@ def test_parse_grounds_like_the_teacher_and_counts_bad_items():
     assert [(e.text, e.type) for e in r.entities] == [("Robert F. Kennedy", "Peop"), ("Sirhan Sirhan", "Peop")]
     assert [(r.entities[x.head].text, x.type, r.entities[x.tail].text) for x in r.relations] == [
         ("Sirhan Sirhan", "Kill", "Robert F. Kennedy")]
-    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 3}
+    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 4}  # City, the object, Shot, the 1-argument one
 
 
 def test_parse_snaps_spans_to_tokens():
     tokens = ["He", "flew", "to", "Boise."]
-    r = parse_answer(" ".join(tokens), {"entities": [{"text": "Boise", "type": "Loc"}], "relations": []},
+    r = parse_answer(" ".join(tokens), {"entities": [["Boise", "Loc"]], "relations": []},
                      SCHEMA, tokens=tokens)
     assert [e.text for e in r.entities] == ["Boise."] and r.model_extra["tokens"] == tokens
 
@@ -137,7 +133,7 @@ def test_answer_model_enumerates_types():
     assert '"enum": ["Peop", "Loc", "Org", "Other"]' in schema
     assert '"maxLength": 120' in schema and '"maxItems": 50' in schema
     with pytest.raises(ValidationError):
-        model.model_validate({"entities": [{"text": "x", "type": "PER"}], "relations": []})
+        model.model_validate({"entities": [["x", "PER"]], "relations": []})
     assert answer_model(SCHEMA) is model
     capped = json.dumps(answer_model(SCHEMA, MentionProfile(max_chars=40, items_per_sentence=10,
                                                             relations_per_sentence=5)).model_json_schema())

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from ie.llm.cache import CallCache, cache_key
 from ie.llm.choice import TOP_LOGPROBS, ChoiceScores, option_scores
-from ie.llm.truncated import salvage
+from ie.llm.truncated import salvage_candidates
 from ie.llm.types import ChatRequest, ChatResponse, Choice, Completion, SamplingParams, Transport, TransportError, Usage
 
 T = TypeVar("T", bound=BaseModel)
@@ -235,14 +235,13 @@ def _validation_summary(exc: ValidationError) -> str:
 
 
 def _salvaged(raw: str, schema: type[T]) -> T | None:
-    """A cut-off answer's complete items, if they make a valid answer (see `ie.llm.truncated`)."""
-    closed = salvage(raw)
-    if closed is None:
-        return None
-    try:
-        return schema.model_validate_json(closed)
-    except ValidationError:
-        return None
+    """A cut-off answer's complete items: the longest closed prefix that is a valid answer (`ie.llm.truncated`)."""
+    for closed in salvage_candidates(raw):
+        try:
+            return schema.model_validate_json(closed)
+        except ValidationError:
+            continue
+    return None
 
 
 def _parsed(choice: Choice, schema: type[T]) -> tuple[T | None, bool, str]:

@@ -1,4 +1,5 @@
-"""Salvaging an answer cut off at `max_tokens` (pure): keep its complete list items, close what is open.
+"""Salvaging an answer cut off at `max_tokens` (pure): keep its complete list items (objects, lists or strings),
+close what is open.
 
 A cut-off answer rarely heals when re-asked (the model writes the same long list again), so before re-asking,
 the client tries the longest prefix that ends right after a complete element of an array (or right after an
@@ -11,10 +12,17 @@ _CLOSE = {"[": "]", "{": "}"}
 
 
 def salvage(raw: str) -> str | None:
-    """The closed prefix, or None when the text has no array to cut in or its brackets do not match."""
+    """The longest closed prefix, or None when the text has no array to cut in or its brackets do not match."""
+    candidates = salvage_candidates(raw)
+    return candidates[0] if candidates else None
+
+
+def salvage_candidates(raw: str) -> list[str]:
+    """Every closed prefix, longest first: where the longest is not valid (a fixed-length list cut inside, like a
+    relation's argument pair), a shorter one may be. Empty when nothing can be cut or the brackets do not match."""
     stack: list[str] = []
     in_string = escaped = False
-    best: tuple[int, list[str]] | None = None
+    cuts: list[tuple[int, list[str]]] = []
     for i, ch in enumerate(raw):
         if in_string:
             if escaped:
@@ -23,19 +31,20 @@ def salvage(raw: str) -> str | None:
                 escaped = True
             elif ch == '"':
                 in_string = False
+                if stack and stack[-1] == "[":  # a complete string item
+                    cuts.append((i + 1, list(stack)))
             continue
         if ch == '"':
             in_string = True
         elif ch in _CLOSE:
             stack.append(ch)
             if ch == "[":
-                best = (i + 1, list(stack))
+                cuts.append((i + 1, list(stack)))
         elif ch in "]}":
             if not stack or _CLOSE[stack.pop()] != ch:
-                return None
+                return []
             if stack and stack[-1] == "[":
-                best = (i + 1, list(stack))
-    if best is None or not stack:  # nothing to cut, or the text was complete (its error is another one)
-        return None
-    end, open_ = best
-    return raw[:end] + "".join(_CLOSE[b] for b in reversed(open_))
+                cuts.append((i + 1, list(stack)))
+    if not stack:  # the text was complete: its error is another one
+        return []
+    return [raw[:end] + "".join(_CLOSE[b] for b in reversed(open_)) for end, open_ in reversed(cuts)]
