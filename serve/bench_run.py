@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ie.config import DatasetConfig, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, write_failures
@@ -72,10 +72,27 @@ class PartialRow:
         if resume and self.path.exists():
             lines = self.path.read_text(encoding="utf-8").splitlines()
             if lines and json.loads(lines[0]) == settings:
-                self.done = {r.id: r for r in (Record.model_validate_json(x) for x in lines[1:] if x.strip())}
+                records = self._finished(lines)
+                self.done = {r.id: r for r in records}
+                if len(records) < len(lines) - 1:  # drop a last record cut off by a kill: it runs again
+                    self.path.write_text("".join(x + "\n" for x in [lines[0]] + lines[1:len(records) + 1]),
+                                         encoding="utf-8")
         if not self.done:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(settings) + "\n", encoding="utf-8")
+
+    def _finished(self, lines: list[str]) -> list[Record]:
+        """The records after the settings line; only the last line may be torn (a write cut off by a kill)."""
+        records = []
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                records.append(Record.model_validate_json(line))
+            except ValidationError as exc:
+                if number == len(lines):
+                    break
+                raise ValueError(f"{self.path}:{number}: not a finished record ({exc.errors()[0]['msg']}); "
+                                 "delete the file to measure the method afresh") from None
+        return records
 
     def add(self, record: Record) -> None:
         with self.path.open("a", encoding="utf-8") as f:

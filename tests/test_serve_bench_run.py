@@ -39,14 +39,15 @@ def test_a_stopped_bench_resumes_from_the_records_it_finished(tmp_path, fake_end
     partial = (tmp_path / "rows" / "direct.partial.jsonl").read_text().splitlines()
     assert len(partial) == 3  # settings, then one line per finished record
     first = json.loads(partial[1])
-    # as if stopped after the first record: the row was never written, one record was
+    # as if killed while writing the second record: the row was never written, one record was, and a torn line
     (tmp_path / "rows" / "direct.json").unlink()
-    (tmp_path / "rows" / "direct.partial.jsonl").write_text("\n".join(partial[:2]) + "\n")
+    (tmp_path / "rows" / "direct.partial.jsonl").write_text("\n".join(partial[:2]) + "\n" + partial[2][:40])
     calls = len(fake_endpoints.requests)
     assert bench.main(argv) == 0
     assert len(fake_endpoints.requests) == calls + 1  # only the unfinished record is labelled
     [kept, _] = [json.loads(x) for x in (tmp_path / "predictions" / "direct.jsonl").read_text().splitlines()]
     assert kept["stats"] == first["stats"]  # measured once, kept as measured
+    assert len((tmp_path / "rows" / "direct.partial.jsonl").read_text().splitlines()) == 3  # torn line replaced
     # A shorter run reuses the finished record too, and its wall time is that record's alone.
     store = tmp_path / "rows" / "direct.partial.jsonl"
     lines = store.read_text().splitlines()
@@ -69,3 +70,15 @@ def test_bench_scores_as_the_config_s_score_section_says(tmp_path):
     row = MeasuredRow(settings={}, wall_s=1.0, model="m", measured_at="2026-12-02T13:54:02", fresh=False)
     metrics = bench_run._metrics("direct", row, [gold], tmp_path, nyt, bench.BenchConfig(config="nyt"))
     assert metrics.re_f1 == 100.0  # strings mode (configs/nyt.yaml `score:`): the triple's strings match
+
+
+def test_a_partial_row_with_a_bad_line_inside_names_the_file_and_line(tmp_path, fake_endpoints, capsys):
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path), "--methods", "direct",
+            "--endpoint", "http://fake/v1", "--model-name", "fake"]
+    assert bench.main(argv) == 0
+    store = tmp_path / "rows" / "direct.partial.jsonl"
+    lines = store.read_text().splitlines()
+    store.write_text("\n".join([lines[0], "{oops", lines[2]]) + "\n")
+    (tmp_path / "rows" / "direct.json").unlink()
+    assert bench.main(argv) != 0
+    assert "direct.partial.jsonl:2: not a finished record" in capsys.readouterr().err
