@@ -1,7 +1,13 @@
 """Salvaging cut-off answers: complete items kept, open brackets closed, nothing invented."""
 import json
 
-from ie.llm.truncated import salvage, salvage_candidates
+from ie.llm.truncated import salvage_candidates
+
+
+def salvage(raw: str) -> str | None:
+    """The longest closed prefix, what the client tries first."""
+    candidates = salvage_candidates(raw)
+    return candidates[0] if candidates else None
 
 
 def test_cut_inside_an_item_keeps_the_complete_ones():

@@ -11,12 +11,6 @@ from __future__ import annotations
 _CLOSE = {"[": "]", "{": "}"}
 
 
-def salvage(raw: str) -> str | None:
-    """The longest closed prefix, or None when the text has no array to cut in or its brackets do not match."""
-    candidates = salvage_candidates(raw)
-    return candidates[0] if candidates else None
-
-
 def salvage_candidates(raw: str) -> list[str]:
     """Every closed prefix, longest first: where the longest is not valid (a fixed-length list cut inside, like a
     relation's argument pair), a shorter one may be. Empty when nothing can be cut or the brackets do not match."""
