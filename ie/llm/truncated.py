@@ -2,9 +2,9 @@
 close what is open.
 
 A cut-off answer rarely heals when re-asked (the model writes the same long list again), so before re-asking,
-the client tries the longest prefix that ends right after a complete element of an array (or right after an
-array opens), with every still-open bracket closed. The result is validated like any answer; whatever the
-salvage cannot make valid still goes the usual re-ask way.
+the client tries the prefixes that end right after a complete element of an array (or right after an array
+opens), every still-open bracket closed, longest first, and keeps the first that validates like any answer;
+an answer no prefix makes valid still goes the usual re-ask way.
 """
 from __future__ import annotations
 
