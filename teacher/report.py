@@ -106,6 +106,12 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
         kept = f"; kept {kept} of their sentences." if kept else "."
         lines += ["## Routing", "", f"{r['records']} records routed, {r['agents_skipped']} type agents not called, "
                   f"{r['fallbacks']} fallbacks to every agent{kept}", ""]
+        ranked = r.get("gold_types_ranked") or {}
+        if ranked.get("gold"):
+            top = ", ".join(f"top {k} {n}" for k, n in ranked["top"].items())
+            chance = ", ".join(f"{n}" for n in ranked["chance"].values())
+            lines += [(f"Likelihood ranking, {ranked['records']} records: of {ranked['gold']} gold relation types, "
+                       f"{top} (k types at random: {chance})."), ""]
     per = t["per_record"]
     lines += ["## Cost per record", "", "| calls | cached | failed | prompt tokens | completion tokens | wall s |",
               "|---|---|---|---|---|---|",
@@ -118,12 +124,13 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
 def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record], dataset: DatasetConfig,
                  cfg: TeacherConfig) -> TeacherMetrics:
     """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching)."""
-    from teacher.routing import gold_types_kept
+    from teacher.routing import gold_types_kept, gold_types_ranked
 
     options = score_options(dataset, re_mode=cfg.re_mode)
     scores = evaluate(list(gold), list(predictions), schema=dataset.task_schema, **options.model_dump())
     teacher = run_summary(predictions)
     teacher["routing"]["gold_types_kept"] = gold_types_kept(gold, predictions)
+    teacher["routing"]["gold_types_ranked"] = gold_types_ranked(gold, predictions, dataset.task_schema)
     metrics = TeacherMetrics(**dict(scores), teacher=teacher)
     (out / "metrics.json").write_text(json.dumps(metrics.as_dict(), indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(metrics, cfg), encoding="utf-8")

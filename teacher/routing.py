@@ -156,3 +156,29 @@ def gold_types_kept(gold: Sequence[Record], predictions: Sequence[Record]) -> di
             counts[key][1] += len(found)
     return {key: {"kept": kept, "gold": total, "fraction": round(kept / total, 4) if total else None}
             for key, (kept, total) in counts.items()}
+
+
+RANKED_AT = (1, 2, 4)
+
+
+def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[Record], schema: TaskSchema,
+                      ks: Sequence[int] = RANKED_AT) -> dict[str, Any]:
+    """Whether the likelihood router's scores rank, whatever the threshold (pure): of the distinct gold relation
+    types of each sentence routed by likelihood, how many are among its k highest-scored relation types, against
+    how many k types drawn at random would hold on average. A type with no score counts as routed (1.0)."""
+    by_id = {r.id: r for r in gold}
+    names = list(schema.relation_types)
+    top, chance, total, records = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0), 0, 0
+    for pred in predictions:
+        routing = (pred.model_extra or {}).get("debate", {}).get("routing") or {}
+        scores = routing.get("answer")
+        if not names or pred.id not in by_id or not scores or not all(isinstance(p, float) for p in scores.values()):
+            continue  # not routed, or routed by an answer (lists of names, no scores)
+        ranked = sorted(names, key=lambda t: -scores.get(t, 1.0))
+        found = {r.type for r in by_id[pred.id].relations}
+        records, total = records + 1, total + len(found)
+        for k in ks:
+            top[k] += len(found & set(ranked[:k]))
+            chance[k] += len(found) * min(1.0, k / len(names))
+    return {"records": records, "gold": total, "top": {str(k): top[k] for k in ks},
+            "chance": {str(k): round(chance[k], 2) for k in ks}}

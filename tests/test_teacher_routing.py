@@ -9,7 +9,7 @@ from ie.llm.fake import schema_name
 from ie.schema import Entity, Record, Relation
 from teacher.config import TeacherConfig
 from teacher.report import run_summary, write_report
-from teacher.routing import MAX_RELATION_TYPES, NOT_ROUTED, decide, gold_types_kept, route_answer
+from teacher.routing import MAX_RELATION_TYPES, NOT_ROUTED, decide, gold_types_kept, gold_types_ranked, route_answer
 from tests.schemas import CASES, CONLL04, NYT
 from tests.teacher_script import FAST, Script, agent_answers, by_name, called, found_args, label, on, with_pairs
 
@@ -132,6 +132,27 @@ def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_pat
     assert metrics.teacher["routing"]["gold_types_kept"] == kept
     assert ("1 records routed, 1 type agents not called, 0 fallbacks to every agent; kept 1 of 2 gold entity types "
             "and 1 of 1 gold relation types of their sentences.") in (tmp_path / "report.md").read_text()
+
+
+def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_report_says_it(tmp_path):
+    gold = Record(id="r", text="Ronald Reagan lived in Dixon , Illinois .",
+                  entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),
+                            Entity(start=23, end=28, type="Loc", text="Dixon"),
+                            Entity(start=31, end=39, type="Loc", text="Illinois")],
+                  relations=[Relation(head=0, tail=1, type="Live_In"), Relation(head=1, tail=2, type="Located_In")])
+    scores = {"Peop": 0.7, "Loc": 0.6, "Live_In": 0.6, "Work_For": 0.5, "Kill": 0.4, "OrgBased_In": 0.3,
+              "Located_In": 0.2}
+    routed = {"entity_types": ["Peop", "Loc"], "relation_types": ["Live_In", "Work_For"]}
+    by_likelihood = Record(id="r", text=gold.text, debate={"routing": {**routed, "answer": scores}})
+    by_answer = Record(id="s", text=gold.text, debate={"routing": {**routed, "answer": routed}})
+    golds = [gold, gold.model_copy(update={"id": "s"})]
+    ranked = gold_types_ranked(golds, [by_likelihood, by_answer], CONLL)
+    assert ranked == {"records": 1, "gold": 2, "top": {"1": 1, "2": 1, "4": 1}, "chance": {"1": 0.4, "2": 0.8, "4": 1.6}}
+    metrics = write_report(tmp_path, golds, [by_likelihood, by_answer], load_config(resolve_config_path("conll04")),
+                           TeacherConfig())
+    assert metrics.teacher["routing"]["gold_types_ranked"] == ranked
+    assert ("Likelihood ranking, 1 records: of 2 gold relation types, top 1 1, top 2 1, top 4 1 (k types at random: "
+            "0.4, 0.8, 1.6).") in (tmp_path / "report.md").read_text()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
