@@ -93,9 +93,11 @@ class RecordContext:
         return SamplingParams(cfg.extract_temperature, cfg.seed, 0.0, tokens)
 
     async def ask(self, template: str, answer: type[T], /, *, role: str, agent: AgentId, params: SamplingParams,
-                  n: int = 1, round: int | None = None, **fields: object) -> list[Completion[T]]:
-        """Render `template`, ask, and log each completion (valid or not) in the transcript."""
-        messages = render(template, self.schema, self.text, **fields)
+                  n: int = 1, round: int | None = None, own_context: bool = False,
+                  **fields: object) -> list[Completion[T]]:
+        """Render `template` (with `own_context`, it places the text itself; see `render`), ask, and log each
+        completion (valid or not) in the transcript."""
+        messages = render(template, self.schema, self.text, own_context=own_context, **fields)
         completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n))
         for i, c in enumerate(completions):
             entry: dict[str, Any] = {"role": role, "agent": str(agent), "template": f"{template}.txt"}

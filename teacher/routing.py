@@ -100,10 +100,11 @@ def decide(schema: TaskSchema, entity_names: Sequence[str], relation_names: Sequ
 
 
 async def by_answer(ctx: RecordContext) -> Routing:
-    """One JSON call naming the types."""
+    """One JSON call naming the types. The menu of types comes before the text: it is the same for every sentence,
+    so a server's prefix cache computes it once (NYT: 194 new tokens a call, not 684)."""
     schema = ctx.schema
     answer = route_answer(tuple(schema.entity_types), tuple(schema.relation_types))
-    [c] = await ctx.ask("route", answer, role="router", agent=ROUTER, params=ctx.params("extract"),
+    [c] = await ctx.ask("route", answer, role="router", agent=ROUTER, params=ctx.params("extract"), own_context=True,
                         entity_list=type_list(schema), relation_list=relation_menu(schema))
     if not c.ok:
         return every_type(schema, fallback=c.error)

@@ -65,6 +65,16 @@ def test_only_the_routed_agents_are_called(case):
     assert run_summary([out])["routing"] == {"records": 1, "agents_skipped": skipped, "fallbacks": 0}
 
 
+def test_the_router_s_menu_comes_before_the_text_so_every_sentence_shares_it():
+    case = NYT
+    script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": [], "relation_types": []}})
+    for text in ("Ronald Reagan lived in Dixon .", "Paris is the capital of France ."):
+        label(script, text, schema=case.schema, routing="on")
+    first, second = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "RouteAnswer"]
+    menu = first[:first.index("<text>")]
+    assert second.startswith(menu) and all(s.description in menu for s in case.schema.relation_types.values())
+
+
 @by_name
 def test_a_router_answer_that_never_validates_routes_every_type(case):
     script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": ["Nonsense"], "relation_types": []}})
