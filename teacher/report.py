@@ -108,7 +108,7 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
                   f"{r['fallbacks']} fallbacks to every agent{kept}", ""]
         ranked = r.get("gold_types_ranked") or {}
         if ranked.get("gold"):
-            top = ", ".join(f"top {k} {n}" for k, n in ranked["top"].items())
+            top = ", ".join(f"top {k}: {n}" for k, n in ranked["top"].items())
             chance = ", ".join(f"{n}" for n in ranked["chance"].values())
             lines += [(f"Likelihood ranking, {ranked['records']} records: of {ranked['gold']} gold relation types, "
                        f"{top} (k types at random: {chance})."), ""]

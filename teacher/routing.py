@@ -11,7 +11,7 @@ the scores) go to the transcript's `routing`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
@@ -142,17 +142,22 @@ async def route(ctx: RecordContext) -> Routing:
     return routing
 
 
+def _routed(gold: Sequence[Record], predictions: Sequence[Record]) -> Iterator[tuple[dict[str, Any], Record]]:
+    """Each routed prediction's transcript `routing`, with the gold record of its sentence."""
+    by_id = {r.id: r for r in gold}
+    for pred in predictions:
+        routing = (pred.model_extra or {}).get("debate", {}).get("routing")
+        if routing and pred.id in by_id:
+            yield routing, by_id[pred.id]
+
+
 def gold_types_kept(gold: Sequence[Record], predictions: Sequence[Record]) -> dict[str, Any]:
     """Of the distinct gold entity and relation types of each routed sentence, how many its routing kept (pure):
     the recall routing can cost at most."""
-    by_id = {r.id: r for r in gold}
     counts = {"entity_types": [0, 0], "relation_types": [0, 0]}
-    for pred in predictions:
-        routing = (pred.model_extra or {}).get("debate", {}).get("routing")
-        if not routing or pred.id not in by_id:
-            continue
-        for key, found in (("entity_types", {e.type for e in by_id[pred.id].entities}),
-                           ("relation_types", {r.type for r in by_id[pred.id].relations})):
+    for routing, truth in _routed(gold, predictions):
+        for key, found in (("entity_types", {e.type for e in truth.entities}),
+                           ("relation_types", {r.type for r in truth.relations})):
             counts[key][0] += len(found & set(routing[key]))
             counts[key][1] += len(found)
     return {key: {"kept": kept, "gold": total, "fraction": round(kept / total, 4) if total else None}
@@ -167,16 +172,14 @@ def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[Record], sch
     """Whether the likelihood router's scores rank, whatever the threshold (pure): of the distinct gold relation
     types of each sentence routed by likelihood, how many are among its k highest-scored relation types, against
     how many k types drawn at random would hold on average. A type with no score counts as routed (1.0)."""
-    by_id = {r.id: r for r in gold}
     names = list(schema.relation_types)
     top, chance, total, records = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0), 0, 0
-    for pred in predictions:
-        routing = (pred.model_extra or {}).get("debate", {}).get("routing") or {}
+    for routing, truth in _routed(gold, predictions):
         scores = routing.get("answer")
-        if not names or pred.id not in by_id or not scores or not all(isinstance(p, float) for p in scores.values()):
-            continue  # not routed, or routed by an answer (lists of names, no scores)
+        if not names or not scores or not all(isinstance(p, float) for p in scores.values()):
+            continue  # no relation types, or routed by an answer (lists of names, no scores)
         ranked = sorted(names, key=lambda t: -scores.get(t, 1.0))
-        found = {r.type for r in by_id[pred.id].relations}
+        found = {r.type for r in truth.relations}
         records, total = records + 1, total + len(found)
         for k in ks:
             top[k] += len(found & set(ranked[:k]))

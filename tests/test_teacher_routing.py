@@ -161,7 +161,7 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
     metrics = write_report(tmp_path, golds, [by_likelihood, by_answer], load_config(resolve_config_path("conll04")),
                            TeacherConfig())
     assert metrics.teacher["routing"]["gold_types_ranked"] == ranked
-    assert ("Likelihood ranking, 1 records: of 2 gold relation types, top 1 1, top 2 1, top 4 1 (k types at random: "
+    assert ("Likelihood ranking, 1 records: of 2 gold relation types, top 1: 1, top 2: 1, top 4: 1 (k types at random: "
             "0.4, 0.8, 1.6).") in (tmp_path / "report.md").read_text()
 
 
