@@ -58,6 +58,8 @@ class MentionProfile(BaseModel):
     max_chars: int | None = Field(None, ge=1, description="cut a mention at this many characters in the answer "
                                   "format (a grammar-constrained server then cannot ramble); null = no cut")
     items_per_agent: int | None = Field(None, ge=1, description="items one type agent may list; null = any")
+    pairs_per_agent: int | None = Field(None, ge=1, description="pairs one relation type agent may list; null = "
+                                        "items_per_agent")
     items_per_sentence: int | None = Field(None, ge=1, description="entities (and triples) a single-prompt "
                                            "answer may list; null = any")
     relations_per_sentence: int | None = Field(None, ge=1, description="relations a one-step answer may list; "

@@ -5,7 +5,9 @@
 A rule on by default must change about 0 % of every dataset's gold spans; a rule that changes some is a
 per-dataset option. Reads the gold entities of the train and dev splits (those the config has) through
 `ie.datasets`; no model.
-Prints a markdown table: the % of gold spans each rule changes or drops, then a few changed spans per cell.
+Prints a markdown table: the % of gold spans each rule changes or drops, then a few changed spans per cell;
+then the % of gold relations a `pairs_per_agent` limit would drop (those past the limit of their type in their
+sentence).
 """
 from __future__ import annotations
 
@@ -80,6 +82,17 @@ RULES: tuple[tuple[str, Rule], ...] = (
 )
 
 
+PAIR_LIMITS = (1, 2, 3, 4, 5)
+
+
+def pairs_past(record: Record, limit: int) -> int:
+    """The gold relations of the record past the first `limit` of their type."""
+    counts: dict[str, int] = {}
+    for r in record.relations:
+        counts[r.type] = counts.get(r.type, 0) + 1
+    return sum(max(0, n - limit) for n in counts.values())
+
+
 def gold_records(name: str, splits: Sequence[str]) -> list[Record]:
     config = load_config(resolve_config_path(name))
     return [r for split in splits if split in config.splits and config.split_path(split).exists()
@@ -107,6 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shown.append(f"- {rule}, {n}: " + "; ".join(f"{s!r} -> {o!r}" for s, o in changed[:args.examples]))
         print(f"| {rule} | " + " | ".join(cells) + " |")
     print("\n".join(["", *shown]))
+    related = [n for n in names if any(r.relations for r in records[n])]
+    pairs = {n: sum(len(r.relations) for r in records[n]) for n in related}
+    print("\n| pairs_per_agent | " + " | ".join(f"{n} ({pairs[n]})" for n in related) + " |")
+    print("|---|" + "---|" * len(related))
+    for limit in PAIR_LIMITS:
+        cells = [f"{100 * sum(pairs_past(r, limit) for r in records[n]) / pairs[n]:.2f} %" for n in related]
+        print(f"| {limit} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -64,6 +64,7 @@ class AgentAnswers:
 @cache
 def agent_answers(profile: MentionProfile) -> AgentAnswers:
     mention, limit = _mention(profile.max_chars), profile.items_per_agent
+    pairs = profile.pairs_per_agent or limit
     item = create_model("MentionItem", text=(mention, ...), confidence=(Confidence, ...), evidence=(Quote, ""))
     pair = create_model("PairItem", head=(mention, ...), tail=(mention, ...), confidence=(Confidence, ...),
                         evidence=(Quote, ""))
@@ -71,7 +72,7 @@ def agent_answers(profile: MentionProfile) -> AgentAnswers:
         mention_list=create_model("MentionList", __doc__="A NER type agent: the mentions of its one type.",
                                   items=(_items(item, limit), ...)),
         pair_list=create_model("PairList", __doc__="A RE type agent: the (head, tail) pairs of its one relation.",
-                               items=(_items(pair, limit), ...)),
+                               items=(_items(pair, pairs), ...)),
         extent=create_model("ExtentAnswer", __doc__="A type agent's name inside a long mention (the name extent "
                             "check).", name=(mention, ...)))
 

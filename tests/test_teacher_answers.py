@@ -21,6 +21,15 @@ def test_a_near_miss_is_read_not_refused():
     assert agent_answers(PROFILE) is agent_answers(MentionProfile(max_chars=10, items_per_agent=2))
 
 
+def test_a_relation_agent_lists_at_most_pairs_per_agent_else_items_per_agent():
+    pair = {"head": "Rome", "tail": "Italy", "confidence": 0.9}
+    for profile, pairs in ((PROFILE, 2), (PROFILE.model_copy(update={"pairs_per_agent": 1}), 1)):
+        answers = agent_answers(profile)
+        assert len(answers.pair_list.model_validate({"items": [pair] * 3}).items) == pairs
+        assert answers.pair_list.model_json_schema()["properties"]["items"]["maxItems"] == pairs  # the grammar's bound
+        assert answers.mention_list.model_json_schema()["properties"]["items"]["maxItems"] == 2
+
+
 def test_the_baselines_answers_hold_only_the_schema_s_types():
     assert sorted(typed_answers(("Peop",), (), PROFILE)) == ["direct"]  # no relation types: no relation answers
     assert sorted(typed_answers(("Peop",), ("Kill",), PROFILE)) == ["direct", "direct_re", "one_step"]

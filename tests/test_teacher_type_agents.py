@@ -18,3 +18,20 @@ def test_type_agents_ask_each_type_once_and_keep_what_they_ground(case):
     assert sorted(entities(out)) == sorted((m, t) for t, ms in case.mentions.items() for m in ms)
     expected = with_pairs(case, found_args(case))
     assert expected and set(called(script, out, "re_agent")) == {f"re:{name}" for name in expected}
+
+
+@by_name
+def test_the_relation_agents_of_a_sentence_share_their_prompt_up_to_their_own_line(case):
+    script = Script(agent_answers(case))
+    on(case, script, method="type-agents")
+    prompts = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "PairList"]
+    shared = {p[:p.index("You are the ")] for p in prompts}
+    assert len(prompts) >= 2 and len(shared) == 1
+    [prefix] = shared
+    assert "Candidates: " in prefix and "most pairs are unrelated" in prefix  # the instruction is shared too
+    for prompt in prompts:
+        relation = re.search(r"You are the (\S+) agent", prompt).group(1)
+        spec, own = case.schema.relation_types[relation], prompt[len(prefix):]
+        assert f"{relation}(head, tail): {spec.description}." in own
+        # Typed candidates are the agent's own only where the relation restricts its arguments' types.
+        assert ("Heads (" in own) == bool(spec.head or spec.tail)
