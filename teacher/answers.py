@@ -84,25 +84,30 @@ class Stance(BaseModel):
     reason: Quote = ""
 
 
-class DebateAnswer(BaseModel):
-    """A debater: keep or revise its option on each conflict it is part of."""
-    stances: _items(Stance)
-
-
-class SummaryAnswer(BaseModel):
-    """The summarizer: the final option of each conflict the debate left open."""
-    verdicts: _items(Stance)
-
-
 class Verdict(BaseModel):
     item: int
     accept: bool
     confidence: Confidence
 
 
-class VerifyAnswer(BaseModel):
-    """A type agent checking mentions that relations require (cross-task feedback / alignment)."""
-    verdicts: _items(Verdict)
+# The answers on numbered items (conflicts, or mentions to check) list at most one entry per item asked: a small
+# model otherwise goes on with verdicts on items that do not exist (1 conflict asked, 5 verdicts written).
+@cache
+def debate_answer(items: int) -> type[BaseModel]:
+    return create_model("DebateAnswer", __doc__="A debater: keep or revise its option on each conflict it is part "
+                        "of.", stances=(_items(Stance, min(items, MAX_STANCES)), ...))
+
+
+@cache
+def summary_answer(items: int) -> type[BaseModel]:
+    return create_model("SummaryAnswer", __doc__="The summarizer: the final option of each conflict the debate left "
+                        "open.", verdicts=(_items(Stance, min(items, MAX_STANCES)), ...))
+
+
+@cache
+def verify_answer(items: int) -> type[BaseModel]:
+    return create_model("VerifyAnswer", __doc__="A type agent checking mentions that relations require (cross-task "
+                        "feedback / alignment).", verdicts=(_items(Verdict, min(items, MAX_STANCES)), ...))
 
 
 @cache

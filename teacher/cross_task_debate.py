@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from ie.claims import Arg, EntityDecision, RelationDecision
 from ie.config import TaskSchema
 from teacher.alignment import Check, Delta, align, delta
-from teacher.answers import VerifyAnswer
+from teacher.answers import verify_answer
 from teacher.context import RecordContext
 from teacher.cross_type_debate import settle_relations
 from teacher.likelihood_judge import checks as likelihood_checks
@@ -35,7 +35,7 @@ async def verify_type(ctx: RecordContext, etype: str, args: Sequence[Arg], gap: 
     items = "\n".join(f'{i}. "{a.text}"' + (f" (now labelled {held[a]})" if a in held else "")
                       for i, a in enumerate(args, 1))
     said = list(dict.fromkeys(s for a in args for s in statements(ctx.schema, relations, a)))
-    [c] = await ctx.ask("verify", VerifyAnswer, role="feedback", agent=ner_agent_name(etype),
+    [c] = await ctx.ask("verify", verify_answer(len(args)), role="feedback", agent=ner_agent_name(etype),
                         params=ctx.params("extract"), round=round, type=etype,
                         description=ctx.schema.entity_types[etype].description, statements="; ".join(said),
                         items=items)

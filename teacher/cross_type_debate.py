@@ -26,7 +26,7 @@ from ie.claims import (
     Settlement,
     uncontested,
 )
-from teacher.answers import DebateAnswer
+from teacher.answers import debate_answer
 from teacher.conflicts import (
     Conflict,
     Position,
@@ -73,7 +73,7 @@ async def speak(ctx: RecordContext, agent: AgentId, conflicts: Sequence[Conflict
     revise among the options; only the Summarizer may reject them all (§3.3) - a weak model otherwise drops
     entities both agents found."""
     mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
-    [c] = await ctx.ask("debate", DebateAnswer, role="debater", agent=agent, params=ctx.params("debate"),
+    [c] = await ctx.ask("debate", debate_answer(len(mine)), role="debater", agent=agent, params=ctx.params("debate"),
                         round=round, name=agent.name, description=agent_description(ctx, agent),
                         conflicts=block, items=", ".join(map(str, mine)))
     stances: dict[str, Position] = {}

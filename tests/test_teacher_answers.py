@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from ie.mentions import MentionProfile
-from teacher.answers import Stance, Verdict, VerifyAnswer, agent_answers, typed_answers
+from teacher.answers import Stance, Verdict, agent_answers, summary_answer, typed_answers, verify_answer
 
 PROFILE = MentionProfile(max_chars=10, items_per_agent=2)
 
@@ -14,7 +14,7 @@ def test_a_near_miss_is_read_not_refused():
     assert stance.confidence == 0.85 and stance.reason == "x" * 20
     assert [Verdict(item=1, accept=True, confidence=c).confidence for c in (0.4, 1, 250, -3)] == [0.4, 1.0, 1.0, 0.0]
     many = [{"item": i, "accept": True, "confidence": 1} for i in range(8)]
-    assert len(VerifyAnswer.model_validate({"verdicts": many}).verdicts) == 5
+    assert len(verify_answer(8).model_validate({"verdicts": many}).verdicts) == 5
     mentions = agent_answers(PROFILE).mention_list.model_validate(
         {"items": [{"text": "Smithsonian Institution", "confidence": 0.9}] * 3})
     assert [m.text for m in mentions.items] == ["Smithsonia"] * 2  # the profile's max_chars and items_per_agent
@@ -28,6 +28,15 @@ def test_a_relation_agent_lists_at_most_pairs_per_agent_else_items_per_agent():
         assert len(answers.pair_list.model_validate({"items": [pair] * 3}).items) == pairs
         assert answers.pair_list.model_json_schema()["properties"]["items"]["maxItems"] == pairs  # the grammar's bound
         assert answers.mention_list.model_json_schema()["properties"]["items"]["maxItems"] == 2
+
+
+def test_an_answer_on_numbered_items_lists_at_most_one_entry_per_item_asked():
+    stances = [{"item": i, "choice": "A", "confidence": 0.9} for i in range(1, 6)]
+    for asked in (1, 3, 5, 8):
+        summary = summary_answer(asked)
+        assert summary.__name__ == "SummaryAnswer"  # the response_format name the server and the fakes see
+        assert summary.model_json_schema()["properties"]["verdicts"]["maxItems"] == min(asked, 5)
+        assert len(summary.model_validate({"verdicts": stances}).verdicts) == min(asked, 5)
 
 
 def test_the_baselines_answers_hold_only_the_schema_s_types():

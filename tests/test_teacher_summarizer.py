@@ -1,9 +1,15 @@
 """`teacher.summarizer` driven by a scripted LLM: what a debate leaves open, one written verdict settles."""
+import asyncio
+import json
 
-
+from ie.llm.client import LLMClient
 from ie.llm.fake import schema_name
+from ie.schema import Record
+from teacher.config import TeacherConfig
+from teacher.runner import label_records
 from tests.teacher_script import (
     CONFLICT,
+    SCHEMA,
     SMITHSONIAN,
     Script,
     agent_answers,
@@ -48,3 +54,15 @@ def test_deadlock_goes_to_the_written_summarizer(case):
     [conflict] = out.model_extra["debate"]["conflicts"]
     assert conflict["settled_by"] == "summarizer" and conflict["winner"] == case.conflict_labels()[0]
     assert sum(called(script, out, "debater").values()) == 2 and called(script, out, "summarizer") == {"summarizer": 1}
+
+
+def test_the_summarizer_and_the_debaters_may_answer_only_the_items_they_are_asked():
+    script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("A"), ("DebateAnswer", "Org"): stance("B"),
+                     "SummaryAnswer": stance("B", key="verdicts")})
+    client = LLMClient([script.transport], structured_output="llguidance")  # the grammar keeps item bounds
+    asyncio.run(label_records([Record(id="r", text=SMITHSONIAN)], "crossagentie", SCHEMA, client,
+                              TeacherConfig(max_rounds=1, summarizer="generate")))
+    grammars = {schema_name(r): json.loads(r.grammar.split("%json ", 1)[1]) for r in script.transport.requests}
+    # One open conflict: one verdict, not the five a small model writes on items that do not exist.
+    assert grammars["SummaryAnswer"]["properties"]["verdicts"]["maxItems"] == 1
+    assert grammars["DebateAnswer"]["properties"]["stances"]["maxItems"] == 1
