@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Iterable, Sequence
 
 from ie.claims import AgentId, Arg, EntityClaim, RelationClaim, entity_claims, relation_claim
-from ie.config import RelationTypeSpec
 from teacher.answers import agent_answers
 from teacher.context import RecordContext
 
@@ -53,24 +52,22 @@ def _listing(args: Sequence[Arg]) -> str:
     return "; ".join(names) or "(none found)"
 
 
-def arguments(spec: RelationTypeSpec, entities: Sequence[Arg]) -> str:
-    """The agent's own candidate lines: its heads and tails where the relation restricts their types, nothing
-    where it takes any (they are then the shared candidates line, which every agent of the sentence reuses)."""
-    if not spec.head and not spec.tail:
-        return ""
-    heads, tails = candidates(entities, spec.head), candidates(entities, spec.tail)
-    return (f"\nHeads ({'|'.join(spec.head) or 'any'}): {_listing(heads)}"
-            f"\nTails ({'|'.join(spec.tail) or 'any'}): {_listing(tails)}")
-
-
 async def re_agent(ctx: RecordContext, relation: str, entities: Sequence[Arg]) -> list[RelationClaim]:
-    """One relation's agent. Its prompt ends with what is its own (name, description, typed candidates): what
-    comes before is the same for every RE agent of the sentence, so a server's prefix cache computes it once."""
+    """One relation's agent. A relation that takes any argument type gets `re_agent`: the candidates and the
+    instruction come first, the same for every such agent of the sentence (a server's prefix cache computes them
+    once), and only its name and description are its own. A relation that restricts its argument types gets
+    `re_agent_typed`, its own typed heads and tails first: on CoNLL04 dev 51-80 the shared layout cost 8.7 RE F1
+    points (-17.8 to -1.7) and no token (3.33x `direct`, 3.18x before): typed candidate lists differ by agent."""
     spec = ctx.schema.relation_types[relation]
-    agent = re_agent_name(relation)
-    [c] = await ctx.ask("re_agent", agent_answers(ctx.rules.profile).pair_list, role="re_agent", agent=agent,
-                        params=ctx.params("extract"), relation=relation, description=spec.description,
-                        candidates=_listing(entities), arguments=arguments(spec, entities))
+    agent, answer = re_agent_name(relation), agent_answers(ctx.rules.profile).pair_list
+    if spec.head or spec.tail:
+        heads, tails = candidates(entities, spec.head), candidates(entities, spec.tail)
+        [c] = await ctx.ask("re_agent_typed", answer, role="re_agent", agent=agent, params=ctx.params("extract"),
+                            relation=relation, description=spec.description, head_types="|".join(spec.head) or "any",
+                            tail_types="|".join(spec.tail) or "any", heads=_listing(heads), tails=_listing(tails))
+    else:
+        [c] = await ctx.ask("re_agent", answer, role="re_agent", agent=agent, params=ctx.params("extract"),
+                            relation=relation, description=spec.description, candidates=_listing(entities))
     if not c.ok:
         return []
     claims = []

@@ -20,18 +20,20 @@ def test_type_agents_ask_each_type_once_and_keep_what_they_ground(case):
     assert expected and set(called(script, out, "re_agent")) == {f"re:{name}" for name in expected}
 
 
+
 @by_name
-def test_the_relation_agents_of_a_sentence_share_their_prompt_up_to_their_own_line(case):
+def test_relation_agents_that_take_any_argument_share_their_prompt_up_to_their_own_line(case):
     script = Script(agent_answers(case))
     on(case, script, method="type-agents")
-    prompts = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "PairList"]
-    shared = {p[:p.index("You are the ")] for p in prompts}
-    assert len(prompts) >= 2 and len(shared) == 1
-    [prefix] = shared
-    assert "Candidates: " in prefix and "most pairs are unrelated" in prefix  # the instruction is shared too
-    for prompt in prompts:
-        relation = re.search(r"You are the (\S+) agent", prompt).group(1)
-        spec, own = case.schema.relation_types[relation], prompt[len(prefix):]
-        assert f"{relation}(head, tail): {spec.description}." in own
-        # Typed candidates are the agent's own only where the relation restricts its arguments' types.
-        assert ("Heads (" in own) == bool(spec.head or spec.tail)
+    prompts = [(re.search(r"You are the (\S+) agent", p).group(1), p) for p in
+               (r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "PairList")]
+    restricted = {name for name, spec in case.schema.relation_types.items() if spec.head or spec.tail}
+    shared = {p[:p.index("You are the ")] for name, p in prompts if name not in restricted}
+    assert len(prompts) >= 2 and len(shared) <= 1
+    for prefix in shared:
+        assert "Candidates: " in prefix and "most pairs are unrelated" in prefix  # the instruction is shared too
+    for name, prompt in prompts:
+        own = prompt[prompt.index("You are the "):]
+        assert f"{name}(head, tail): {case.schema.relation_types[name].description}." in own
+        # A relation that restricts its arguments' types lists its own typed candidates, then the instruction.
+        assert ("Heads (" in own) == ("most pairs are unrelated" in own) == (name in restricted)
