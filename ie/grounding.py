@@ -57,3 +57,38 @@ def ground_mention(text: str, mention: str) -> list[Span]:
         if spans:
             return spans
     return []
+
+
+
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+def _escape(text: str) -> str:
+    """`text` as a literal of the regex dialect JSON schema `pattern` shares with llguidance, xgrammar and
+    ECMA-262 (no `\\Q`, no escape of `-` outside a class)."""
+    return "".join("\\" + ch if ch in r"\^$.|?*+()[]{}/" else ch for ch in text)
+
+
+def span_pattern(text: str, tokens: tuple[tuple[int, int], ...] = (), max_words: int | None = None) -> str:
+    """An anchored regex whose matches are exactly the substrings of `text` that start and end at token edges
+    (`tokens`, [start, end) of each; none given: words and punctuation marks) and hold at most `max_words`
+    whitespace-separated words. Given as a mention's JSON schema `pattern`, a grammar-constrained server can
+    only write a span of the text, which grounding then always finds; its size grows as tokens x max_words."""
+    bounds = list(tokens) or [m.span() for m in _PIECE.finditer(text)]
+    if not bounds:
+        return "^$"
+    alternatives = []
+    for i, (start, end) in enumerate(bounds):
+        # The spans starting at token i: token i, then optionally the gap and token i+1, and so on, nested.
+        steps, words = [], 1
+        for j in range(i + 1, len(bounds)):
+            gap = text[bounds[j - 1][1]:bounds[j][0]]
+            words += any(ch.isspace() for ch in gap)
+            if max_words is not None and words > max_words:
+                break
+            steps.append(_escape(gap + text[bounds[j][0]:bounds[j][1]]))
+        tail = ""
+        for step in reversed(steps):
+            tail = f"(?:{step}{tail})?"
+        alternatives.append(_escape(text[start:end]) + tail)
+    return "^(?:" + "|".join(dict.fromkeys(alternatives)) + ")$"

@@ -55,6 +55,9 @@ class MentionProfile(BaseModel):
                                            "(for datasets of names)")
     drop_pronouns: bool = Field(False, description="drop a mention that is a lone pronoun ('he', 'it', 'this')")
     max_words: int | None = Field(None, ge=1, description="drop mentions longer than this many words; null = any")
+    spans_in_grammar: bool = Field(False, description="on an llguidance server (the embedded one), a mention "
+                                   "can only be written as a span of the text at token edges, of at most max_words "
+                                   "words")
     max_chars: int | None = Field(None, ge=1, description="cut a mention at this many characters in the answer "
                                   "format (a grammar-constrained server then cannot ramble); null = no cut")
     items_per_agent: int | None = Field(None, ge=1, description="items one type agent may list; null = any")

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, create_model
 
+from ie.llm.client import SPAN_KEY
 from ie.mentions import MentionProfile
 
 MAX_STANCES = 5  # conflicts one debater, summarizer or checking agent answers on at once
@@ -40,10 +41,12 @@ Quote = Annotated[str, BeforeValidator(_cut(20)), Field(json_schema_extra={"maxL
 
 
 def _mention(max_chars: int | None) -> Any:
-    """A mention, cut at `max_chars` (the profile's `max_chars`; None: any length)."""
+    """A mention, cut at `max_chars` (the profile's `max_chars`; None: any length), marked as a span of the text
+    (`SPAN_KEY`: the client gives it the text's span pattern when the profile asks for one)."""
     if max_chars is None:
-        return str
-    return Annotated[str, BeforeValidator(_cut(max_chars)), Field(json_schema_extra={"maxLength": max_chars})]
+        return Annotated[str, Field(json_schema_extra={SPAN_KEY: True})]
+    return Annotated[str, BeforeValidator(_cut(max_chars)),
+                     Field(json_schema_extra={"maxLength": max_chars, SPAN_KEY: True})]
 
 
 def _items(item: Any, limit: int | None = MAX_STANCES) -> Any:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from ie.claims import AgentId, AgentIdText, SettlementText
 from ie.config import TaskSchema
 from ie.datasets.tokens import token_offsets
+from ie.grounding import span_pattern
 from ie.llm.choice import ChoiceScores
 from ie.llm.client import LLMClient
 from ie.llm.types import Completion, SamplingParams, TransportError, Usage
@@ -69,6 +70,9 @@ class RecordContext:
         tokens = (record.model_extra or {}).get("tokens")
         bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == record.text else ()
         self.rules = MentionRules(mentions or MentionProfile(), bounds)
+        profile = self.rules.profile
+        # The mentions' pattern when the profile puts spans in the grammar: the answers can only quote the text.
+        self.spans = span_pattern(self.text, bounds, profile.max_words) if profile.spans_in_grammar else None
         self.transcript = Transcript(method=method)
         self.usage = Usage()
         self.failed_calls = 0
@@ -98,7 +102,8 @@ class RecordContext:
         """Render `template` (with `own_context`, it places the text itself; see `render`), ask, and log each
         completion (valid or not) in the transcript."""
         messages = render(template, self.schema, self.text, own_context=own_context, **fields)
-        completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n))
+        completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n,
+                                                                          spans=self.spans))
         for i, c in enumerate(completions):
             entry: dict[str, Any] = {"role": role, "agent": str(agent), "template": f"{template}.txt"}
             if round is not None:

@@ -347,3 +347,35 @@ def test_the_real_servers_context_overflow_is_a_transport_failure(endpoint):
     with pytest.raises(TransportError) as info:
         asyncio.run(ask())
     assert info.value.reason == "context overflow" and info.value.status == 400 and "after" not in str(info.value)
+
+
+def test_span_marked_fields_get_the_calls_span_pattern_in_the_llguidance_grammar_only():
+    import json
+
+    from pydantic import Field
+
+    from ie.llm.client import SPAN_KEY
+
+    class Mention(BaseModel):
+        text: str = Field(json_schema_extra={SPAN_KEY: True})
+        evidence: str = ""
+
+    class Mentions(BaseModel):
+        items: list[Mention]
+
+    def properties(request):
+        schema = (json.loads(request.grammar.partition("start: %json ")[2]) if request.grammar
+                  else request.response_format["json_schema"]["schema"])
+        return schema["$defs"]["Mention"]["properties"]
+
+    for wire in ("json_schema", "llguidance"):
+        t = ScriptedTransport(lambda r: '{"items": [{"text": "Paris"}]}')
+        client = LLMClient([t], structured_output=wire)
+        run(client.structured(ASK, Mentions, spans="^(?:Paris)$"))
+        run(client.structured(ASK, Mentions))
+        with_pattern, without = (properties(r) for r in t.requests)
+        if wire == "llguidance":
+            assert with_pattern["text"]["pattern"] == "^(?:Paris)$" and "pattern" not in with_pattern["evidence"]
+        else:  # llama.cpp's GBNF stalls on such a pattern: response_format never carries one
+            assert "pattern" not in with_pattern["text"]
+        assert "pattern" not in without["text"] and SPAN_KEY not in str(t.requests[0].body())

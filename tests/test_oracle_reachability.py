@@ -67,3 +67,29 @@ def test_an_oracle_keeps_the_gold_through_direct_and_one_step(path, tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_the_span_grammar_lets_a_model_write_every_gold_mention_within_max_words(path):
+    # What `mentions.spans_in_grammar` allows, built as a record's labelling builds it (token edges when the
+    # record has tokens): a gold span it forbids could never be extracted on an llguidance server.
+    import re
+
+    from ie.llm.client import LLMClient
+    from ie.llm.fake import ScriptedTransport
+    from teacher.context import RecordContext
+
+    config = load_config(path)
+    split = "dev" if "dev" in config.splits else "train"
+    if not config.split_path(split).exists():
+        pytest.skip(f"{config.name} {split}: {config.split_path(split)} not found")
+    profile = config.mentions.model_copy(update={"spans_in_grammar": True})
+    client = LLMClient([ScriptedTransport(lambda r: "{}")])
+    checked = 0
+    for record in load_split(config, split)[:40]:
+        spans = re.compile(RecordContext(record, config.task_schema, client, TeacherConfig(), "direct", profile).spans)
+        for e in record.entities:
+            if profile.max_words is None or len(e.text.split()) <= profile.max_words:
+                assert spans.fullmatch(e.text), f"{config.name} {record.id}: gold {e.text!r}"
+                checked += 1
+    assert checked

@@ -1,6 +1,7 @@
 """`teacher.context`: every call goes through `RecordContext.ask`, which re-asks, records and counts, and the
 transcript keeps its JSON form."""
 import asyncio
+import json
 
 import pytest
 
@@ -67,3 +68,65 @@ def test_transcript_and_stats_keep_their_json_form():
     stats = RecordStats(**dict.fromkeys(TEACHER_STATS[:-1], 0), wall_s=0.5)
     stats.failed, stats.error = "timeout", "TimeoutError: t"  # as `label_one` marks a record that did not finish
     assert list(stats.as_dict()) == [*TEACHER_STATS, "failed", "error"]
+
+
+@pytest.mark.parametrize("method", ["crossagentie", "direct", "one-step"])
+def test_a_profile_with_spans_in_grammar_gives_every_mention_field_the_texts_span_pattern(method):
+    import re
+
+    from ie.grounding import span_pattern
+    from ie.mentions import MentionProfile
+    from ie.schema import Record
+    from teacher.runner import label_records
+    from tests.schemas import SCIERC as case
+    from tests.teacher_script import agent_answers, pairs
+
+    kind, head, tail = case.relation
+    pattern = span_pattern(case.text, max_words=4)
+    for profile, expected in ((MentionProfile(spans_in_grammar=True, max_words=4), pattern), (MentionProfile(), None)):
+        script = Script({**agent_answers(case), ("PairList", kind): pairs((head, tail))})
+        client = LLMClient([script.transport], structured_output="llguidance")
+        cfg = TeacherConfig(method=method, extent_check_words=3, progress=False)
+        [out] = asyncio.run(label_records([Record(id="r", text=case.text)], method, case.schema, client, cfg,
+                                          mentions=profile))
+        wired = [(r.response_format["json_schema"]["name"], r.grammar.partition("start: %json ")[2])
+                 for r in script.transport.requests if r.grammar]
+        patterns = {name: set(re.findall(r'"pattern":"((?:[^"\\]|\\.)*)"', grammar)) for name, grammar in wired}
+        with_mentions = {"MentionList", "PairList", "ExtentAnswer", "DirectAnswer", "OneStepAnswer"} & set(patterns)
+        assert with_mentions >= {"crossagentie": {"MentionList", "PairList", "ExtentAnswer"}}.get(method, set())
+        assert with_mentions, patterns  # the method asked for mentions
+        for name, found in patterns.items():
+            want = {json.dumps(expected)[1:-1]} if expected and name in with_mentions else set()
+            assert found == want, name
+        assert "x-span" not in json.dumps(wired)
+
+
+@pytest.mark.slow
+def test_the_real_server_writes_only_spans_of_the_text_under_the_span_pattern(endpoint):
+    import re
+    from dataclasses import replace
+
+    from ie.mentions import MentionProfile
+    from ie.schema import Record
+    from teacher.baselines import answer_models
+    from teacher.context import RecordContext
+    from teacher.templates import type_list
+    from tests.schemas import SCIERC as case
+
+    text = "We train a maximum entropy model (MaxEnt) on the Penn Treebank for part-of-speech tagging ."
+    profile = MentionProfile(spans_in_grammar=True, max_words=4)
+    client = LLMClient.from_endpoints([replace(endpoint, structured_output="llguidance")], max_parse_retries=0)
+    ctx = RecordContext(Record(id="r", text=text), case.schema, client, TeacherConfig(max_tokens=48), "direct",
+                        profile)
+
+    async def ask():
+        try:
+            return await ctx.ask("direct", answer_models(ctx)["direct"], role="direct", agent="direct",
+                                 params=ctx.params("extract"), type_list=type_list(case.schema))
+        finally:
+            await client.aclose()
+
+    [answer] = asyncio.run(ask())
+    assert answer.ok and answer.value.entities, answer.raw
+    for entity in answer.value.entities:
+        assert re.fullmatch(ctx.spans, entity.text) and len(entity.text.split()) <= 4, entity.text

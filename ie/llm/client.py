@@ -179,6 +179,23 @@ def _from_sdk(resp: Any) -> ChatResponse:
 _GRAMMAR_COSTLY_KEYS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
 
 
+# Marks a string field whose value must be a span of the text (a mention): `with_spans` gives it the text's
+# span pattern (`ie.grounding.span_pattern`), or drops the mark when the call has none.
+SPAN_KEY = "x-span"
+
+
+def with_spans(node: Any, spans: str | None) -> Any:
+    """The JSON schema with each span-marked field given `pattern: spans` (None: the mark dropped)."""
+    if isinstance(node, dict):
+        out = {k: with_spans(v, spans) for k, v in node.items() if k != SPAN_KEY}
+        if node.get(SPAN_KEY) and spans is not None:
+            out["pattern"] = spans
+        return out
+    if isinstance(node, list):
+        return [with_spans(v, spans) for v in node]
+    return node
+
+
 def _wire_schema(node: Any) -> Any:
     if isinstance(node, dict):
         return {k: _wire_schema(v) for k, v in node.items() if k not in _GRAMMAR_COSTLY_KEYS}
@@ -188,7 +205,9 @@ def _wire_schema(node: Any) -> Any:
 
 
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    wire = _wire_schema(schema.model_json_schema())
+    """The `response_format` of `schema`, without span patterns: llama.cpp's GBNF turns one into nested optional
+    rules that stall sampling (no answer within the read timeout on a one-sentence pattern)."""
+    wire = _wire_schema(with_spans(schema.model_json_schema(), None))
     return {"type": "json_schema", "json_schema": {"name": schema.__name__, "schema": wire}}
 
 
@@ -216,13 +235,14 @@ class TightAnswer(BaseModel):
     separators: ClassVar[tuple[str, str]] = (",", ":")
 
 
-@functools.cache
-def llguidance_grammar(schema: type[BaseModel]) -> str:
+@functools.lru_cache(maxsize=256)
+def llguidance_grammar(schema: type[BaseModel], spans: str | None = None) -> str:
     """The schema as an llguidance grammar for llama.cpp's `grammar` field: separators fixed, no extra keys,
-    length and item bounds kept (llguidance enforces them at no measurable cost, unlike GBNF)."""
+    length and item bounds kept (llguidance enforces them at no measurable cost, unlike GBNF); `spans`: the
+    pattern of a mention (see `with_spans`)."""
     item, key = TightAnswer.separators if issubclass(schema, TightAnswer) else SPACED_SEPARATORS
     compact = {"whitespace_flexible": False, "item_separator": item, "key_separator": key}
-    wire = {**_closed(schema.model_json_schema()), "x-guidance": compact}
+    wire = {**_closed(with_spans(schema.model_json_schema(), spans)), "x-guidance": compact}
     return "%llguidance {}\nstart: %json " + json.dumps(wire, separators=(",", ":"))
 
 
@@ -309,9 +329,12 @@ class LLMClient:
         params: SamplingParams = SamplingParams(),
         n: int = 1,
         use_cache: bool = True,
+        spans: str | None = None,
     ) -> list[Completion[T]]:
-        """n validated answers; sample i uses seed+i so that samples differ and each is cached on its own."""
-        jobs = [self._answer(messages, schema, params, i, use_cache) for i in range(n)]
+        """n validated answers; sample i uses seed+i so that samples differ and each is cached on its own.
+        `spans`: the pattern every mention field of `schema` must match (`ie.grounding.span_pattern`), sent in
+        the llguidance grammar only (see `response_format`)."""
+        jobs = [self._answer(messages, schema, params, i, use_cache, spans) for i in range(n)]
         return list(await asyncio.gather(*jobs))
 
     async def choose(self, messages: list[dict[str, str]], options: dict[str, Sequence[str]],
@@ -335,12 +358,13 @@ class LLMClient:
         return Completion(scores, choice.text, error, usage, 1, cached, elapsed, model=self.model)
 
     async def _answer(
-        self, messages: list[dict[str, str]], schema: type[T], params: SamplingParams, index: int, use_cache: bool
+        self, messages: list[dict[str, str]], schema: type[T], params: SamplingParams, index: int, use_cache: bool,
+        spans: str | None = None,
     ) -> Completion[T]:
         if params.seed is not None and index:
             params = replace(params, seed=params.seed + index)
         fmt = response_format(schema)
-        grammar = llguidance_grammar(schema) if self.structured_output == "llguidance" else None
+        grammar = llguidance_grammar(schema, spans) if self.structured_output == "llguidance" else None
         convo, usage, raw, error = list(messages), Usage(), "", ""
         started, all_cached = time.perf_counter(), True
         for attempt in range(1, self.max_parse_retries + 2):
