@@ -59,7 +59,6 @@ def ground_mention(text: str, mention: str) -> list[Span]:
     return []
 
 
-
 _PIECE = re.compile(r"\w+|[^\w\s]")
 
 
