@@ -59,7 +59,8 @@ def ground_mention(text: str, mention: str) -> list[Span]:
     return []
 
 
-_PIECE = re.compile(r"\w+|[^\w\s]")
+# A word or a punctuation mark: the units a span starts and ends on when the text has no tokens.
+PIECE = re.compile(r"\w+|[^\w\s]")
 
 
 def _escape(text: str) -> str:
@@ -73,7 +74,7 @@ def span_pattern(text: str, tokens: tuple[tuple[int, int], ...] = (), max_words:
     (`tokens`, [start, end) of each; none given: words and punctuation marks) and hold at most `max_words`
     whitespace-separated words. Given as a mention's JSON schema `pattern`, a grammar-constrained server can
     only write a span of the text, which grounding then always finds; its size grows as tokens x max_words."""
-    bounds = list(tokens) or [m.span() for m in _PIECE.finditer(text)]
+    bounds = list(tokens) or [m.span() for m in PIECE.finditer(text)]
     if not bounds:
         return "^$"
     alternatives = []

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ie.grounding import Span, ground_mention
+from ie.grounding import PIECE, Span, ground_mention
 
 PRONOUNS = frozenset(
     "i me my he him his she her hers it its we us our they them their you your this that these those who whom "
@@ -33,7 +33,6 @@ FUNCTION_WORDS = AUXILIARIES | frozenset(
     "and or but nor because although though while whereas if unless which who whom whose".split()
 )
 _TRAILING_ONLY = frozenset({"the", "a", "an"})  # a mention may open with an article, never end with one
-_UNIT = re.compile(r"\w+|[^\w\s]")
 _LOWER_WORD = re.compile(r"[a-z][a-z'-]*")  # a lowercase word: context around a name, not part of it
 _ARTICLE = re.compile(r"^(?:the|The|a|an|A|An)\s+(?=\S)")
 _POSSESSIVE = re.compile(r"(?<=\w)\s*['’]s$")
@@ -179,7 +178,7 @@ def example_problem(example: str, profile: MentionProfile, type_names: Iterable[
 
 def ground_loose(text: str, mention: str) -> list[Span]:
     """Occurrences ignoring whitespace between words and punctuation, at word boundaries."""
-    units = _UNIT.findall(mention)
+    units = PIECE.findall(mention)
     if not units:
         return []
     pattern = r"\s*".join(re.escape(u) for u in units)
