@@ -54,7 +54,7 @@ def fake_catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sha256: str 
     whole = b"".join(PARTS)
     entry = {"file": "fake.gguf", "size": len(whole), "sha256": sha256 or hashlib.sha256(whole).hexdigest(),
              "parts": parts, "n_ctx": 256}
-    return Catalogue.model_validate({"default": "fake", "models": {"fake": entry}})
+    return Catalogue.model_validate({"default": "fake", "student_base": "fake", "models": {"fake": entry}})
 
 
 def test_split_model_is_assembled_once_and_recorded(tmp_path, monkeypatch):
@@ -90,15 +90,35 @@ def test_missing_data_package_names_the_fix(tmp_path, monkeypatch):
 
 def test_catalogue_names_default_and_unknown():
     cat = load_catalogue()
-    assert cat.default == "qwen2.5-coder-0.5b" and {"qwen2.5-coder-0.5b", "smollm2-135m"} <= set(cat.models)
+    assert cat.default == "qwen2.5-coder-1.5b" and cat.student_base == "qwen2.5-coder-0.5b"
+    assert {"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"} <= set(cat.models)
     assert all(m.price.input_per_mtok == 0 for m in cat.models.values())
-    with pytest.raises(ModelError, match="unknown model 'nope'.*known: qwen2.5-coder-0.5b, smollm2-135m"):
+    with pytest.raises(ModelError, match="unknown model 'nope'.*known: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m"):
         model_path("nope", cat)
+
+
+def test_the_server_runs_the_teacher_unless_it_serves_an_adapter(tmp_path, monkeypatch):
+    # A student adapter was trained on the student's base: served on the teacher's model it would be garbage.
+    files = {}
+    for name in ("teacher", "student", "adapter"):
+        files[name] = tmp_path / f"{name}.gguf"
+        files[name].write_bytes(b"GGUF" + name.encode())
+    entries = {name: {"file": f"{name}.gguf", "size": 1, "sha256": "0" * 64, "parts": [{"dist": "d", "version": "1",
+                                                                                         "path": "p"}]}
+               for name in ("teacher", "student")}
+    cat = Catalogue.model_validate({"default": "teacher", "student_base": "student", "models": entries})
+    monkeypatch.setattr("ie.llm.local.load_catalogue", lambda: cat)
+    monkeypatch.setattr("ie.llm.local.resolve_model", lambda name: resolve_model(files[name]))
+    assert LocalServer().model.path == files["teacher"].resolve()
+    assert LocalServer(lora=[files["adapter"]]).model.path == files["student"].resolve()
+    assert LocalServer("teacher", lora=[files["adapter"]]).model.path == files["teacher"].resolve()
+    with pytest.raises(ValueError, match="student_base 'nope' is not one of models"):
+        Catalogue.model_validate({"default": "teacher", "student_base": "nope", "models": entries})
 
 
 def test_bad_catalogue_names_file_and_field(tmp_path):
     bad = tmp_path / "models.yaml"
-    bad.write_text("default: a\nmodels:\n  a: {file: a.gguf, size: 1, sha256: xyz, parts: []}\n")
+    bad.write_text("default: a\nstudent_base: a\nmodels:\n  a: {file: a.gguf, size: 1, sha256: xyz, parts: []}\n")
     with pytest.raises(ModelError, match=r"models.yaml: field 'models.a.sha256'"):
         load_catalogue(bad)
 

@@ -76,7 +76,7 @@ def test_an_installed_wheel_labels_a_text_outside_the_repository(tmp_path):
         out = json.loads(run(python, "-I", "label.py", server.url, cwd=elsewhere))
     venv = (tmp_path / "venv").resolve()
     assert all(Path(p).resolve().is_relative_to(venv) for p in out["modules"] + out["configs"]), out
-    assert out["default_model"] == "qwen2.5-coder-0.5b"  # configs/models.yaml, read from the package
+    assert out["default_model"] == "qwen2.5-coder-1.5b"  # configs/models.yaml, read from the package
     (record,) = out["records"]
     assert [(e["start"], e["end"], e["type"]) for e in record["entities"]] == [(0, 4, "Org"), (11, 18, "Loc")]
     assert all(record["text"][e["start"]:e["end"]] == e["text"] for e in record["entities"])

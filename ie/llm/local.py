@@ -74,14 +74,16 @@ class ModelEntry(BaseModel):
 
 class Catalogue(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    default: str
+    default: str = Field(description="the teacher's model when no model or endpoint is given")
+    student_base: str = Field(description="the model a student adapter is trained on and served with by default")
     models: dict[str, ModelEntry]
     source: Path | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
-    def _default_known(self) -> Catalogue:
-        if self.default not in self.models:
-            raise ValueError(f"default {self.default!r} is not one of models: {sorted(self.models)}")
+    def _defaults_known(self) -> Catalogue:
+        for field in ("default", "student_base"):
+            if getattr(self, field) not in self.models:
+                raise ValueError(f"{field} {getattr(self, field)!r} is not one of models: {sorted(self.models)}")
         return self
 
 
@@ -208,7 +210,8 @@ class LocalServer:
 
     `n_ctx` is the context of one request; the server allocates `n_ctx * n_parallel` (one slot per parallel
     request). Continuous batching and prompt caching are on. `lora` adapters (GGUF) apply at scale 1.0 to
-    every request. Use as `with` or `async with`; `stop()` returns once the port is closed.
+    every request; with adapters `model` defaults to the catalogue's `student_base`, else to its `default`.
+    Use as `with` or `async with`; `stop()` returns once the port is closed.
     """
 
     def __init__(self, model: str | Path | None = None, *, n_parallel: int = 1, n_ctx: int | None = None,
@@ -217,7 +220,10 @@ class LocalServer:
         if n_parallel < 1 or (n_ctx is not None and n_ctx < 1) or (threads is not None and threads < 1):
             raise ValueError(f"LocalServer: n_parallel ({n_parallel}), n_ctx ({n_ctx}) and threads ({threads}) "
                              "must be positive")
-        self.model = resolve_model(model or load_catalogue().default)
+        if model is None:  # an adapter was trained on the student's base; without one the server is the teacher
+            catalogue = load_catalogue()
+            model = catalogue.student_base if lora else catalogue.default
+        self.model = resolve_model(model)
         self.lora = [_check_gguf(Path(p).expanduser()) for p in lora]
         # The adapters are part of the model a request reaches, and the call cache keys on this name: an adapter
         # retrained in place must not replay the old one's answers.
