@@ -92,6 +92,15 @@ def load_catalogue(path: str | Path = CATALOGUE_PATH) -> Catalogue:
 
 
 @dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding for an embedded server: drafts from a small `draft` model with the same tokenizer, or
+    (`draft=None`) from n-grams of the context, which suits extraction (answers copy the text). Off unless given:
+    on 2 CPU cores checking a draft costs nearly what writing it does (docs/RESULTS.md)."""
+    draft: str | Path | None = None  # catalogue name or GGUF path; None: n-gram lookup
+    max_tokens: int = 8  # longest draft checked at once
+
+
+@dataclass(frozen=True)
 class LocalModel:
     """A servable GGUF: `name` is what the server answers to (`model` in requests and responses)."""
     name: str
@@ -216,7 +225,7 @@ class LocalServer:
 
     def __init__(self, model: str | Path | None = None, *, n_parallel: int = 1, n_ctx: int | None = None,
                  threads: int | None = None, lora: Sequence[str | Path] = (), port: int = 0,
-                 startup_timeout_s: float = 300.0):
+                 startup_timeout_s: float = 300.0, speculation: Speculation | None = None):
         if n_parallel < 1 or (n_ctx is not None and n_ctx < 1) or (threads is not None and threads < 1):
             raise ValueError(f"LocalServer: n_parallel ({n_parallel}), n_ctx ({n_ctx}) and threads ({threads}) "
                              "must be positive")
@@ -225,6 +234,8 @@ class LocalServer:
             model = catalogue.student_base if lora else catalogue.default
         self.model = resolve_model(model)
         self.lora = [_check_gguf(Path(p).expanduser()) for p in lora]
+        self.speculation = speculation
+        self._draft = resolve_model(speculation.draft) if speculation and speculation.draft else None
         # The adapters are part of the model a request reaches, and the call cache keys on this name: an adapter
         # retrained in place must not replay the old one's answers.
         self._adapters = [f"{p.stem}@{_stream([p], None)[1][:12]}" for p in self.lora]
@@ -272,6 +283,17 @@ class LocalServer:
         if self.model.chat_template:
             params.chat_template = self.model.chat_template
         params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(p), 1.0) for p in self.lora]
+        if self.speculation:
+            kind = xllamacpp.common_speculative_type
+            spec = params.speculative
+            if self._draft:
+                spec.types = [kind.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+                spec.draft.mparams.path = str(self._draft.path)
+                spec.draft.n_max = self.speculation.max_tokens
+                spec.draft.cpuparams.n_threads = spec.draft.cpuparams_batch.n_threads = self.threads
+            else:
+                spec.types = [kind.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+                spec.ngram_simple.size_m = self.speculation.max_tokens
         return params
 
     def start(self) -> Self:

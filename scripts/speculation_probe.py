@@ -1,0 +1,68 @@
+"""Is speculative decoding faster end to end on this machine, with the same answers? (issue 36, part 5)
+
+    PYTHONPATH=. python scripts/speculation_probe.py --model qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b \
+        [--config conll04 --split dev --limit 20 --method direct --concurrency 1,2 --max-tokens 8]
+
+For each concurrency it labels the same sentences three times on a fresh embedded server, with no call cache:
+plain decoding, drafts from `--draft` (a model with the same tokenizer), and n-gram lookup from the context.
+Prints a markdown row per run: wall seconds, completion tokens, and how many records' entities and relations
+differ from plain decoding's at that concurrency (temperature 0, so a faithful speculation changes none).
+Run it alone: another process on the cores makes every wall time meaningless.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+import crossagentie
+from ie.config import load_config, resolve_config_path
+from ie.datasets import load_slice
+from ie.llm.local import LocalServer, Speculation
+from ie.record_stats import stats_of
+from ie.schema import Record
+
+
+def _labels(record: Record) -> tuple:
+    return (tuple((e.start, e.end, e.type) for e in record.entities),
+            tuple((r.head, r.tail, r.type) for r in record.relations))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="qwen2.5-coder-1.5b")
+    p.add_argument("--draft", default="qwen2.5-coder-0.5b")
+    p.add_argument("--config", default="conll04")
+    p.add_argument("--split", default="dev")
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--method", default="direct")
+    p.add_argument("--concurrency", default="1,2", help="comma-separated")
+    p.add_argument("--max-tokens", type=int, default=8, help="longest draft checked at once")
+    args = p.parse_args(argv)
+    config = load_config(resolve_config_path(args.config))
+    records = load_slice(config, args.split, args.offset, args.limit)
+    modes = {"plain": None, f"draft {args.draft}": Speculation(args.draft, args.max_tokens),
+             "n-gram": Speculation(None, args.max_tokens)}
+    print("| concurrency | decoding | wall s | completion tokens | records changed |\n|---|---|---|---|---|")
+    for concurrency in map(int, args.concurrency.split(",")):
+        plain: list[tuple] = []
+        for mode, speculation in modes.items():
+            with LocalServer(args.model, n_parallel=concurrency, speculation=speculation) as server:
+                start = time.monotonic()
+                out = crossagentie.extract_batch(
+                    [Record(id=r.id, text=r.text) for r in records], schema=config, method=args.method,
+                    endpoint=server.base_url, model_name=server.model_name, structured_output="llguidance",
+                    concurrency=concurrency)
+                wall = time.monotonic() - start
+            labels = [_labels(r) for r in out]
+            plain = plain or labels
+            changed = sum(a != b for a, b in zip(labels, plain))
+            tokens = sum(stats_of(r).completion_tokens for r in out)
+            print(f"| {concurrency} | {mode} | {wall:.1f} | {tokens} | {changed} of {len(out)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
