@@ -19,6 +19,7 @@ from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resol
 from ie.failures import all_finished
 from ie.llm.client import Endpoint
 from ie.llm.local import ensure_endpoint
+from ie.records import LabelledRecord
 from ie.schema import Record
 from ie.student_format import mention_rules
 from serve.client import extract_async
@@ -36,7 +37,7 @@ TEACHER_SETTINGS = frozenset(f.name for f in dataclasses.fields(TeacherConfig)) 
 STUDENT_SETTINGS = {name: p.default for name, p in inspect.signature(extract_async).parameters.items()
                     if p.kind is p.KEYWORD_ONLY and name != "rules"}
 Schema = str | Path | Mapping[str, Any] | TaskSchema | DatasetConfig
-Labeller = Callable[[list[Record], Endpoint], Awaitable[list[Record]]]
+Labeller = Callable[[list[Record], Endpoint], Awaitable[list[LabelledRecord]]]
 
 
 def dataset_config(schema: Schema) -> DatasetConfig:
@@ -88,7 +89,7 @@ def _plan(method: str, dataset: DatasetConfig, endpoint: str | None, model: str 
     if method == "student":
         if settings.get("concurrency", 1) < 1:  # the teacher's settings check their own (TeacherConfig)
             raise ConfigError(f"concurrency: must be at least 1, got {settings['concurrency']}")
-        async def student(records: list[Record], ep: Endpoint) -> list[Record]:
+        async def student(records: list[Record], ep: Endpoint) -> list[LabelledRecord]:
             kwargs = {"structured_output": ep.structured_output, **settings}
             return await extract_async(records, ep.url, ep.model, dataset.task_schema, rules=mention_rules(dataset),
                                        **kwargs)
@@ -99,7 +100,7 @@ def _plan(method: str, dataset: DatasetConfig, endpoint: str | None, model: str 
         **settings, "method": method, "endpoint": endpoint, "model": model, "model_name": model_name,
         "progress": False}, dataset.source or "schema")
 
-    async def teacher(records: list[Record], ep: Endpoint) -> list[Record]:
+    async def teacher(records: list[Record], ep: Endpoint) -> list[LabelledRecord]:
         client = client_for(ep, cfg)
         try:
             return await label_records(records, method, dataset.task_schema, client, cfg, mentions=dataset.mentions)
@@ -110,7 +111,7 @@ def _plan(method: str, dataset: DatasetConfig, endpoint: str | None, model: str 
 
 async def extract_batch_async(texts: Sequence[str | Record], *, schema: Schema, method: str = "crossagentie",
                               endpoint: str | None = None, model: str | None = None, model_name: str | None = None,
-                              adapter: str | Path | None = None, **settings: Any) -> list[Record]:
+                              adapter: str | Path | None = None, **settings: Any) -> list[LabelledRecord]:
     """`extract_batch` for a caller inside an event loop (the embedded server, when one is started, blocks the
     loop while it starts and stops)."""
     if isinstance(texts, str):
@@ -123,7 +124,7 @@ async def extract_batch_async(texts: Sequence[str | Record], *, schema: Schema, 
 
 def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str = "crossagentie",
                   endpoint: str | None = None, model: str | None = None, model_name: str | None = None,
-                  adapter: str | Path | None = None, **settings: Any) -> list[Record]:
+                  adapter: str | Path | None = None, **settings: Any) -> list[LabelledRecord]:
     """Label `texts` (strings, or `ie.schema.Record`s) with `method`: one record each, in order.
 
     schema: required; a config name or path (`"conll04"`, `"configs/scierc.yaml"`: its `mentions:` rules and
@@ -139,12 +140,12 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
         `api_key_env="OPENAI_API_KEY"`, ...; over the config's `teacher:` section), or the student's
         `serve.client.extract_async` keywords (`concurrency`, `max_reasks`, `timeouts`, ...); others are refused.
 
-    Each record (`ie.schema.Record`) has `id` (the text's position, or the given record's id), `text`,
+    Each record (`ie.records.LabelledRecord`) has `id` (the text's position, or the given record's id), `text`,
     `entities` (each `start`, `end`: character offsets into `text`, end exclusive; `type`; `text`, equal to
     `text[start:end]`; `confidence` in [0, 1] from a teacher method), `relations` (each `head`, `tail`: indices
     into `entities`; `type`; `confidence` from a teacher method) and `stats` (`ie.record_stats.RecordStats`:
     calls, tokens, `wall_s`, ...). A teacher method's record also has `confidence` (the record's) and `debate`
-    (its transcript); a text too long for the endpoint's context has `windows` (it was labelled in windows).
+    (`ie.records.Transcript`); the student's, for a text too long for the endpoint's context, `windows`.
     Raises `ie.failures.IncompleteRun` when a record did not finish (a call got no answer, or its time budget ran
     out): none is returned then.
     """
@@ -154,7 +155,7 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
 
 def extract(text: str, *, schema: Schema, method: str = "crossagentie", endpoint: str | None = None,
             model: str | None = None, model_name: str | None = None, adapter: str | Path | None = None,
-            **settings: Any) -> Record:
+            **settings: Any) -> LabelledRecord:
     """One text's record: `extract_batch([text], ...)[0]` (the arguments and the record's keys are its)."""
     if not isinstance(text, str):
         raise TypeError(f"extract takes one text (a str), got {type(text).__name__}; extract_batch takes a list")

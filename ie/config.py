@@ -156,7 +156,7 @@ class DatasetConfig(BaseModel):
 
     def section(self, name: str) -> dict[str, Any]:
         """An entry point's own section of the file (`teacher:`, `distill:`, `bench:`), or {}."""
-        value = (self.model_extra or {}).get(name) or {}
+        value = getattr(self, name, None) or {}
         if not isinstance(value, dict):
             raise ValueError(f"{self.source}: section '{name}' must be a mapping")
         return value
