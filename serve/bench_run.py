@@ -12,14 +12,13 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ie.config import DatasetConfig, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
-from ie.llm.local import ensure_endpoint
 from ie.records import CallLog, LabelledRecord, read_labelled
 from ie.schema import Record, write_records
 from serve.bench_config import BenchConfig, write_json
@@ -32,6 +31,9 @@ from serve.bench_metrics import (
     teacher_target,
 )
 from serve.bench_report import write_markdown, write_plot
+
+if TYPE_CHECKING:
+    from teacher.config import TeacherConfig
 
 
 class Overhead(BaseModel):
@@ -171,33 +173,34 @@ async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Re
     return [by_id[r.id] for r in records], wall + partial.wall_s([r.id for r in records])
 
 
-def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:
-    cache = None if cfg.fresh else out / f"calls-{name}.sqlite"
-    return LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
+def teacher_config(dataset: DatasetConfig, cfg: BenchConfig, method: str) -> TeacherConfig:
+    """The teacher settings a bench labels `method` with: the dataset config's `teacher:` section, with the bench's
+    teacher endpoint or model and concurrency."""
+    from teacher.config import TeacherConfig
+
+    return TeacherConfig.from_sources(dataset.section("teacher"), {
+        "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config,
+        "endpoint": cfg.endpoint, "model": cfg.model, "model_name": cfg.model_name, "api_key_env": cfg.api_key_env},
+        cfg.config)
 
 
 async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record], dataset: DatasetConfig,
                               cfg: BenchConfig, out: Path) -> dict[str, MeasuredRow]:
-    """method -> its saved row; each row is saved as soon as its method finishes, so a stopped bench keeps it."""
-    from teacher.config import TeacherConfig
+    """method -> its saved row; each row is saved as soon as its method finishes, so a stopped bench keeps it.
+    The methods share one labeller (`teacher.labeller`, as `teacher run` opens it) and its call cache."""
+    from teacher.labeller import open_labeller
     from teacher.runner import label_records
 
     rows: dict[str, MeasuredRow] = {}
-    with ensure_endpoint(cfg.model_name if cfg.endpoint else cfg.model, cfg.endpoint, api_key_env=cfg.api_key_env,
-                         **({} if cfg.endpoint else {"n_parallel": cfg.concurrency, "threads": cfg.threads})) as ep:
-        client = _client(ep, cfg, out, "teacher")
-        try:
-            for method in methods:
-                tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
-                    "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config},
-                    cfg.config)
-                preds, wall = await resumed(out, method, cfg, records, functools.partial(
-                    label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg,
-                    mentions=dataset.mentions))
-                overhead = await measure_overhead(ep, preds, wall, cfg.concurrency) if cfg.overhead else None
-                rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, overhead)
-        finally:
-            await client.aclose()
+    cache = None if cfg.fresh else out / "calls-teacher.sqlite"
+    async with open_labeller(teacher_config(dataset, cfg, methods[0]), cache, cfg.threads) as labeller:
+        ep = labeller.endpoint
+        for method in methods:
+            preds, wall = await resumed(out, method, cfg, records, functools.partial(
+                label_records, method=method, schema=dataset.task_schema, client=labeller.client,
+                cfg=teacher_config(dataset, cfg, method), mentions=dataset.mentions))
+            overhead = await measure_overhead(ep, preds, wall, cfg.concurrency) if cfg.overhead else None
+            rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, overhead)
     return rows
 
 
@@ -207,7 +210,8 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
     from serve.client import StudentExtractor
 
     with student_endpoint(cfg) as ep:
-        client = _client(ep, cfg, out, "student")
+        cache = None if cfg.fresh else out / "calls-student.sqlite"
+        client = LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
         try:
             extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset),
                                          concurrency=cfg.concurrency)

@@ -8,25 +8,24 @@ or its labelling raised) is not written but listed in `failures.jsonl` (`ie.fail
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
-from ie.llm.client import Endpoint, LLMClient
+from ie.llm.client import LLMClient
 from ie.mentions import MentionProfile
 from ie.records import LabelledRecord, iter_labelled, parse_labelled
 from ie.schema import Record, RecordFormatError, append_record
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
 from teacher.context import RecordContext
+from teacher.labeller import open_labeller
 from teacher.methods import check_method, label
 from teacher.windowed import label_long, method_budget
 
@@ -156,18 +155,8 @@ def prepare_out(cfg: TeacherConfig, mentions: MentionProfile | None = None) -> P
     return out
 
 
-def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
-    """The endpoint given, or the embedded llama.cpp server with one slot per concurrent record."""
-    from ie.llm.local import ensure_endpoint
-
-    if cfg.endpoint:
-        return ensure_endpoint(cfg.model_name, cfg.endpoint, api_key_env=cfg.api_key_env,
-                               structured_output=cfg.structured_output)
-    return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
-
-
 async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, client: LLMClient,
-                      cfg: TeacherConfig) -> list[Record]:
+                      cfg: TeacherConfig) -> list[LabelledRecord]:
     from tqdm import tqdm
 
     bar = tqdm(total=len(todo), unit="rec", disable=not cfg.progress, file=sys.stderr)
@@ -189,28 +178,18 @@ async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, cli
         bar.close()
 
 
-def client_for(ep: Endpoint, cfg: TeacherConfig, cache_path: Path | None = None) -> LLMClient:
-    """The client of `ep` with `cfg`'s timeouts, concurrency, re-asks and retries; calls cached at `cache_path`."""
-    return LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())], cache_path=cache_path,
-                                    concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
-                                    max_retries=cfg.retries)
-
-
-async def _label_with_endpoint(out: Path, todo: list[Record], dataset: DatasetConfig, ep: Endpoint,
-                               cfg: TeacherConfig) -> list[Record]:
-    client = client_for(ep, cfg, out / CACHE if cfg.cache else None)
-    try:
-        return await _label_into(out, todo, dataset, client, cfg)
-    finally:
-        await client.aclose()
+async def _label_opened(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: TeacherConfig
+                        ) -> list[LabelledRecord]:
+    """`todo` labelled by `cfg`'s labeller (`teacher.labeller`), its calls cached in the run folder."""
+    async with open_labeller(cfg, out / CACHE if cfg.cache else None) as labeller:
+        return await _label_into(out, todo, dataset, labeller.client, cfg)
 
 
 def _label_todo(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: TeacherConfig,
-                client: LLMClient | None) -> list[Record]:
+                client: LLMClient | None) -> list[LabelledRecord]:
     if client is not None:
         return asyncio.run(_label_into(out, todo, dataset, client, cfg))
-    with endpoint(cfg) as ep:
-        return asyncio.run(_label_with_endpoint(out, todo, dataset, ep, cfg))
+    return asyncio.run(_label_opened(out, todo, dataset, cfg))
 
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
