@@ -137,9 +137,6 @@ class DatasetConfig(BaseModel):
     task_schema: TaskSchema = Field(alias="schema")
     mentions: MentionProfile = Field(default_factory=MentionProfile, description="mention rules (ie.mentions)")
     score: ScoreOptions = Field(default_factory=ScoreOptions, description="scoring options (ie.scoring)")
-    held_out: dict[str, int] = Field(default_factory=dict, description="split -> how many of its first records "
-                                     "may be run on; the rest are kept for outside checks, and loading them is "
-                                     "refused (ie.datasets.load_slice)")
     source: Path | None = Field(default=None, exclude=True)
 
     def example_errors(self) -> list[tuple[str, str]]:
