@@ -33,9 +33,10 @@ CACHE_ENV = "CROSSAGENTIE_CACHE"
 
 
 def data_root() -> Path:
-    """`$CROSSAGENTIE_DATA`, else `../shared/data` beside the repository."""
+    """Where the benchmark data lives: `$CROSSAGENTIE_DATA`, else `data/` in the user's cache (`cache_dir`), where
+    `python -m ie.datasets fetch NAME` puts it."""
     env = os.environ.get(DATA_ENV)
-    return Path(env) if env else (REPO_ROOT.parent / "shared" / "data")
+    return Path(env) if env else cache_dir() / "data"
 
 
 def cache_dir() -> Path:

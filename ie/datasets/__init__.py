@@ -37,9 +37,15 @@ def load_split(config: DatasetConfig, split: str) -> list[Record]:
                           f"known: {sorted(LOADERS)}")
     path = config.split_path(split)
     if not path.exists():
-        raise FileNotFoundError(f"{config.source or config.name}: split {split!r}: {path} not found "
-                                f"(data root {data_root()}; set $CROSSAGENTIE_DATA to move it)")
+        raise FileNotFoundError(f"{config.source or config.name}: split {split!r}: {path} not found; get it with "
+                                f"`{fetch_command(config.name)}` (data root {data_root()}; $CROSSAGENTIE_DATA "
+                                "moves it)")
     return loader(path, f"{config.name}-{split}")
+
+
+def fetch_command(name: str) -> str:
+    """The command that gets dataset `name` (`ie.datasets.fetch`): what an error about its missing files says."""
+    return f"python -m ie.datasets fetch {name}"
 
 
 def select(records: list[Record], offset: int = 0, limit: int | None = None) -> list[Record]:
