@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -75,11 +75,14 @@ class Record(BaseModel):
         return [(self.entities[r.head], r.type, self.entities[r.tail]) for r in self.relations]
 
 
+R = TypeVar("R", bound=Record)
+
+
 class RecordFormatError(ValueError):
     """A malformed line: names the file, the 1-based line number and the failing field."""
 
     def __init__(self, path: str | Path, line: int, field: str, message: str):
-        self.path, self.line, self.field = str(path), line, field
+        self.path, self.line, self.field, self.message = str(path), line, field, message
         super().__init__(f"{path}:{line}: field '{field}': {message}")
 
 
@@ -96,11 +99,13 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return loc, msg
 
 
-def parse_record(obj: object, path: str | Path = "<memory>", line: int = 1) -> Record:
+def parse_record(obj: object, path: str | Path = "<memory>", line: int = 1, model: type[R] = Record) -> R:
+    """`obj` as a `model` (a Record, or a subclass such as `ie.records.LabelledRecord`); anything malformed raises
+    RecordFormatError naming the file, line and field."""
     if not isinstance(obj, dict):
         raise RecordFormatError(path, line, "<record>", f"expected a JSON object, got {type(obj).__name__}")
     try:
-        return Record.model_validate(obj)
+        return model.model_validate(obj)
     except ValidationError as exc:
         field, msg = _first_error(exc)
         raise RecordFormatError(path, line, field, msg) from None
