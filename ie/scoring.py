@@ -187,7 +187,7 @@ def relation_keys(record: Record | None, mode: ReMode = "strict", symmetric: fro
         return set()
     triples = [(_argument(h, mode), rtype, _argument(t, mode)) for h, rtype, t in record.triples()]
     if mode == "strings" and gold:
-        meta = (record.model_extra or {}).get("meta") or {}
+        meta = record.meta or {}
         triples += [(h, rtype, t) for h, rtype, t in meta.get("ungrounded_triples", [])]
     # Direction-free types: a canonical argument order makes (a, r, b) and (b, r, a) the same key.
     return {(min(h, t), r, max(h, t)) if r in symmetric else (h, r, t) for h, r, t in triples}
