@@ -20,7 +20,6 @@ import crossagentie
 from ie.config import load_config, resolve_config_path
 from ie.datasets import load_slice
 from ie.llm.local import LocalServer, Speculation
-from ie.record_stats import stats_of
 from ie.schema import Record
 
 
@@ -59,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             labels = [_labels(r) for r in out]
             plain = plain or labels
             changed = sum(a != b for a, b in zip(labels, plain))
-            tokens = sum(stats_of(r).completion_tokens for r in out)
+            tokens = sum(r.stats.completion_tokens for r in out)
             print(f"| {concurrency} | {mode} | {wall:.1f} | {tokens} | {changed} of {len(out)} |", flush=True)
     return 0
 
