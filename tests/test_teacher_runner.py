@@ -82,17 +82,18 @@ def test_only_the_failed_records_are_retried(tmp_path):
     assert sorted(r.id for r in read_records(cfg.out_dir / "predictions.jsonl")) == ["a", "b", "c"]
 
 
-def test_an_answer_that_never_validates_is_a_final_recorded_outcome(tmp_path):
+def test_an_answer_that_never_validates_fails_its_record_and_a_fixed_server_labels_it(tmp_path):
     cfg, _ = setup(tmp_path)
     bad = ScriptedTransport(lambda r: "no JSON today")
-    run(cfg, client(bad, cfg.out_dir))  # two re-asks each
-    preds = read_records(cfg.out_dir / "predictions.jsonl")
-    assert len(preds) == 3 and len(bad.requests) == 9
-    for p in preds:
-        assert p.entities == [] and p.model_extra["stats"]["failed_calls"] == 1 and "failed" not in p.model_extra["stats"]
-        assert "invalid answer after 3 attempts" in p.model_extra["debate"]["calls"][0]["error"]
-    run(cfg, client(bad, cfg.out_dir))
-    assert len(bad.requests) == 9  # finished: not asked again
+    with pytest.raises(IncompleteRun, match=r"3 of 3 records failed \(3 no valid answer"):
+        run(cfg, client(bad, cfg.out_dir))  # two re-asks each
+    assert len(bad.requests) == 9 and not (cfg.out_dir / "predictions.jsonl").exists()
+    failures = [json.loads(line) for line in (cfg.out_dir / "failures.jsonl").read_text().splitlines()]
+    assert [f["reason"] for f in failures] == ["no valid answer"] * 3
+    assert all("last answer: 'no JSON today'" in f["error"] for f in failures)
+    fixed = ScriptedTransport(direct_answer)
+    run(cfg, client(fixed, cfg.out_dir))
+    assert len(fixed.requests) == 3 and len(read_records(cfg.out_dir / "predictions.jsonl")) == 3
 
 
 def test_a_record_past_its_time_budget_fails_with_that_reason(tmp_path):

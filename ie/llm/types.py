@@ -137,6 +137,14 @@ class TransportError(RuntimeError):
         self.retry_after_s = retry_after_s  # the server's Retry-After, in seconds
 
 
+class NoValidAnswer(TransportError):
+    """An answer came back, but none that validated after the re-asks: the record cannot finish, as with no
+    answer; the message holds the validation error and the last raw answer."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False, reason="no valid answer")
+
+
 class RunStopped(RuntimeError):
     """Every later call or record would fail the same way (an endpoint that answers nothing or nothing valid, a
     full disk, another model behind the endpoint): the run stops at once. `reason` is the short cause a failures
