@@ -64,7 +64,7 @@ def test_resuming_with_settings_that_change_labels_is_refused(tmp_path):
     cfg, transport = setup(tmp_path)
     run(cfg, client(transport, cfg.out_dir))
     cfg2, _ = setup(tmp_path, seed=7, limit=2)
-    with pytest.raises(ConfigError, match="seed=0, not 7"):
+    with pytest.raises(ConfigError, match=r"other settings \(seed: was '0', now '7'\).*use another --out, or delete"):
         run(cfg2, client(transport, cfg.out_dir))
 
 
@@ -160,7 +160,42 @@ def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
     run(cfg, client(transport, cfg.out_dir))
     assert json.loads((cfg.out_dir / "config.json").read_text())["mentions"]["max_words"] == 5
     config.write_text(config.read_text().replace("  max_words: 5", "  max_words: 6"))
-    with pytest.raises(ConfigError, match="holds a run with mentions="):
+    with pytest.raises(ConfigError, match="mentions.max_words: was '5', now '6'"):
+        run(cfg, client(transport, cfg.out_dir))
+
+
+@pytest.mark.parametrize(("edit", "change"), [
+    (lambda text: text.replace('      examples: ["1983", "Americans"]\n', "", 1),
+     "schema.entity_types.Other.examples: was"),
+    (lambda text: text.replace('description: "a person:', 'description: "a human:', 1),
+     "schema.entity_types.Peop.description: was 'a person:"),
+])
+def test_resume_sees_the_schemas_content_not_the_config_path(tmp_path, edit, change):
+    from ie.config import resolve_config_path
+
+    config = tmp_path / "c.yaml"
+    config.write_text(resolve_config_path("conll04").read_text())
+    cfg, transport = setup(tmp_path, config=str(config))
+    run(cfg, client(transport, cfg.out_dir))
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(config.read_text())
+    cfg_moved, _ = setup(tmp_path, config=str(moved))
+    run(cfg_moved, client(transport, cfg.out_dir))  # the same content at another path: resumed, no call
+    assert len(transport.requests) == 3
+    moved.write_text(edit(moved.read_text()))
+    assert moved.read_text() != config.read_text()
+    with pytest.raises(ConfigError, match=change):
+        run(cfg_moved, client(transport, cfg.out_dir))
+    assert len(transport.requests) == 3 and len(read_records(cfg.out_dir / "predictions.jsonl")) == 3
+
+
+def test_resume_sees_an_edited_prompt_template(tmp_path, monkeypatch):
+    from teacher import runner
+
+    cfg, transport = setup(tmp_path)
+    run(cfg, client(transport, cfg.out_dir))
+    monkeypatch.setattr(runner, "prompts_digest", lambda: "edited")
+    with pytest.raises(ConfigError, match="prompts: was '[0-9a-f]{16}', now 'edited'"):
         run(cfg, client(transport, cfg.out_dir))
 
 
