@@ -278,3 +278,14 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(tmp_path, capsys, monkey
     assert main(cli_args(tmp_path, "http://127.0.0.1:1/v1")) == 130
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "to resume, run again: python -m teacher run --config conll04" in err
+
+
+def test_a_damaged_call_cache_is_set_aside_and_the_run_goes_on(tmp_path, capsys, caplog):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "calls.sqlite").write_bytes(b"not a database at all" * 100)
+    with FaultServer(always(DIRECT_OK)) as server:
+        assert main(cli_args(tmp_path, server.url)) == 0
+    assert len(list(out.glob("calls.sqlite.damaged-*"))) == 1
+    assert [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()][0].count("\n") == 0
+    assert len(read_records(out / "predictions.jsonl")) == 3
