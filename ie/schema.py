@@ -120,7 +120,7 @@ def _not_text(path: str | Path, data: bytes, offset: int | None, first_line: int
 BOM = "\ufeff"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _say_bom(path: str) -> None:
     """Say once per file that its byte order mark was removed (a run reads its input more than once)."""
     log.warning("%s: removed the UTF-8 byte order mark at its start (it is no text of the first record)", path)
