@@ -19,7 +19,7 @@ from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resol
 from ie.failures import all_finished
 from ie.llm.client import Endpoint
 from ie.llm.local import ensure_endpoint
-from ie.schema import Record
+from ie.schema import Record, as_records
 from ie.student_format import mention_rules
 from serve.client import extract_async
 from teacher.config import TeacherConfig
@@ -115,7 +115,7 @@ async def extract_batch_async(texts: Sequence[str | Record], *, schema: Schema, 
     loop while it starts and stops)."""
     if isinstance(texts, str):
         raise TypeError("extract_batch takes a list of texts; extract takes one")
-    records = [Record(id=str(i), text=t) if isinstance(t, str) else t for i, t in enumerate(texts)]
+    records = as_records(texts)
     serving, label = _plan(method, dataset_config(schema), endpoint, model, model_name, adapter, settings)
     with serving as ep:
         return all_finished(await label(records, ep))

@@ -11,6 +11,7 @@ nothing) lists every record it did not write, with the stop's reason.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 from collections import Counter
@@ -21,7 +22,7 @@ from typing import TypeVar
 
 from ie.llm.types import RunStopped, TransportError
 from ie.record_stats import stats_of
-from ie.schema import Record
+from ie.schema import Record, append_record
 
 T = TypeVar("T")
 TIME_BUDGET = "time budget"
@@ -65,6 +66,17 @@ class Failure:
     def stopped(cls, record: Record, stop: RunStopped) -> Failure:
         """A record the stopped run did not write."""
         return cls(record.id, text_sha256(record.text), stop.reason, str(stop))
+
+
+def append_or_stop(path: Path, record: Record) -> None:
+    """`append_record`; a full disk stops the run (`RunStopped`: every later record would fail the same way)."""
+    try:
+        append_record(path, record)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise RunStopped(f"the disk is full: {path} could not be written ({exc.strerror}); free some space",
+                         "disk full") from None
 
 
 def write_failures(path: Path, failures: Sequence[Failure]) -> None:

@@ -1,10 +1,11 @@
 """One writer per run folder: two runs appending to one `predictions.jsonl` would write every record twice.
 
-`RunLock(folder)` holds an exclusive `flock` on `<folder>/.lock` for the run, and writes its holder (pid, host,
-start time) into it. A second run is refused at once, naming the holder. The kernel releases the lock of a
-process that died (kill -9), so its folder is free again; the holder it left in the file is said once, as a
-lock taken over. A run that ends cleanly empties the file. The file is never deleted: a run that deleted it
-could let a third one lock a new file while a second still holds the old one.
+`RunLock(folder)` holds an exclusive `flock` on `<folder>/.lock` for the run (`RunLock(out_file, lock_file)`:
+on that file, for one output file), and writes its holder (pid, host, start time) into it. A second run is
+refused at once, naming the holder. The kernel releases the lock of a process that died (kill -9), so its
+folder is free again; the holder it left in the file is said once, as a lock taken over. A run that ends
+cleanly empties the file. The file is never deleted: a run that deleted it could let a third one lock a new
+file while a second still holds the old one.
 """
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def _holder(text: str) -> str:
 
 
 class RunLock:
-    def __init__(self, folder: str | Path):
-        self.path = Path(folder) / LOCK
+    def __init__(self, target: str | Path, lock: str | Path | None = None):
+        self.target = Path(target)
+        self.path = Path(lock) if lock is not None else self.target / LOCK
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
@@ -46,10 +48,10 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise FolderBusy(f"{self.path.parent}: another run writes here ({_holder(left)}); wait for it to end, "
+            raise FolderBusy(f"{self.target}: another run writes here ({_holder(left)}); wait for it to end, "
                              "or use another --out") from None
         if left:
-            log.warning("%s: took over the lock of %s, which is no longer running", self.path.parent, _holder(left))
+            log.warning("%s: took over the lock of %s, which is no longer running", self.target, _holder(left))
         me = {"pid": os.getpid(), "host": socket.gethostname(),
               "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
         os.ftruncate(fd, 0)

@@ -185,6 +185,20 @@ def read_records(path: str | Path) -> list[Record]:
     return list(iter_records(path))
 
 
+def as_records(items: Iterable[object]) -> list[Record]:
+    """Texts and records as records: a `str` gets the id of its position, a `Record` is kept; anything else is a
+    TypeError naming its position (a None would fail deep inside the labelling instead)."""
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out.append(Record(id=str(i), text=item))
+        elif isinstance(item, Record):
+            out.append(item)
+        else:
+            raise TypeError(f"texts[{i}]: expected a text (str) or an ie.schema.Record, got {type(item).__name__}")
+    return out
+
+
 def record_line(record: Record) -> str:
     return json.dumps(record.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
 

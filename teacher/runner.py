@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import hashlib
 import json
 import logging
@@ -25,13 +24,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path
-from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
+from ie.failures import Failure, IncompleteRun, append_or_stop, failure_of, within_budget, write_failures
 from ie.llm.client import Endpoint, LLMClient
 from ie.llm.types import RunStopped
 from ie.mentions import MentionProfile
 from ie.record_stats import stats_of
 from ie.runlock import RunLock
-from ie.schema import Record, RecordFormatError, append_record, iter_records, parse_record
+from ie.schema import Record, RecordFormatError, iter_records, parse_record
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
 from teacher.context import RecordContext
@@ -225,17 +224,6 @@ def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
     return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
 
 
-def _append(path: Path, record: Record) -> None:
-    """`append_record`; a full disk stops the run (every later record would fail the same way)."""
-    try:
-        append_record(path, record)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        raise RunStopped(f"the disk is full: {path} could not be written ({exc.strerror}); free some space",
-                         "disk full") from None
-
-
 async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, client: LLMClient,
                       cfg: TeacherConfig, seen: list[Record]) -> None:
     """Label `todo`, appending each finished record; `seen` gets every record written or failed, as it ends."""
@@ -248,7 +236,7 @@ async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, cli
         nonlocal tokens
         stats = stats_of(record)
         if stats.failed is None:
-            _append(out / PREDICTIONS, record)
+            append_or_stop(out / PREDICTIONS, record)
         seen.append(record)
         tokens += stats.prompt_tokens + stats.completion_tokens
         bar.update(1)

@@ -246,7 +246,7 @@ def test_a_resumed_run_refuses_an_endpoint_now_serving_another_model(tmp_path, c
 def test_a_full_disk_ends_the_run_with_one_line_the_failures_and_the_resume_command(tmp_path, capsys, monkeypatch):
     import errno
 
-    from teacher import runner
+    from ie import failures as failures_module
 
     writes = []
 
@@ -256,7 +256,7 @@ def test_a_full_disk_ends_the_run_with_one_line_the_failures_and_the_resume_comm
         writes.append(record.id)
         append_record(path, record)
 
-    monkeypatch.setattr(runner, "append_record", fill_up)
+    monkeypatch.setattr(failures_module, "append_record", fill_up)
     with FaultServer(always(DIRECT_OK)) as server:
         args = cli_args(tmp_path, server.url, "--concurrency", "1")
         assert main(args) == 1
