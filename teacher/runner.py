@@ -319,7 +319,8 @@ def _run_locked(cfg: TeacherConfig, records: list[Record], dataset: DatasetConfi
     if failures:
         raise IncompleteRun(failures, len(records), out / FAILURES)
     if any(r.entities or r.relations for r in records):
-        write_report(out, records, finished(out / PREDICTIONS, records), dataset, cfg)
+        served = json.loads((out / CONFIG).read_text(encoding="utf-8")).get(SERVED)
+        write_report(out, records, finished(out / PREDICTIONS, records), dataset, cfg, served)
     return out
 
 

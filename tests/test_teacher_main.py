@@ -236,6 +236,8 @@ def test_a_resumed_run_refuses_an_endpoint_now_serving_another_model(tmp_path, c
     with FaultServer(always(Reply(DIRECT_OK.content, model="served-7b"))) as server:
         assert main(cli_args(tmp_path, server.url, "--limit", "2")) == 0
         assert json.loads((tmp_path / "out" / "config.json").read_text())["served_model"] == "served-7b"
+        assert "Model: served-7b (asked for m; the endpoint answered as served-7b)." in (
+            tmp_path / "out" / "report.md").read_text()
         server.script = always(Reply(DIRECT_OK.content, model="served-1b"))  # swapped behind the same name
         assert main(cli_args(tmp_path, server.url)) == 1
     [line] = error_lines(capsys.readouterr().err)
