@@ -11,9 +11,11 @@ The prompt is the one the student was trained on (`ie.student_format.build_messa
 joint answer (`ie.student_format.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `truncated_calls` (the answer ran to
-  `max_tokens`; its complete items were kept), `ungrounded`, `invalid`, `cached`, `wall_s`.
-A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or none that validated after
-the re-asks ("no valid answer"), or that ran past its time budget (`--timeout-record-s`, on by default), is
+  `max_tokens`; its complete items were kept), `ungrounded`, `invalid`, `cached`, `wall_s`, and `error` when the
+  answer never validated (the labels are then what could be salvaged from its JSON, e.g. a list longer than a
+  `mentions:` cap, which `json_schema` does not send to the server).
+A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or one holding no JSON object
+after the re-asks ("no valid answer"), or that ran past its time budget (`--timeout-record-s`, on by default), is
 unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
 `extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
 and exits 1. The CLI writes each record as it finishes and caches every call (`<out>.calls.sqlite`, or
@@ -85,17 +87,19 @@ class StudentExtractor:
             stats = {"failed": failure[0], "error": failure[1], "wall_s": round(time.perf_counter() - started, 4)}
             return record.unlabelled().model_copy(update={"stats": stats})
         (c,) = result  # type: ignore[misc]
-        if not c.ok:  # labels salvaged from an answer that never validated would pass for a result
+        tokens = (record.model_extra or {}).get("tokens")
+        parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules, tokens)
+        if parsed.model_extra["stats"].get("error"):  # no JSON object to salvage: an empty record is no result
             stats = {"failed": "no valid answer", "error": f"{c.error}; last answer: {c.raw[:500]!r}",
                      "wall_s": round(time.perf_counter() - started, 4)}
             return record.unlabelled().model_copy(update={"stats": stats})
-        tokens = (record.model_extra or {}).get("tokens")
-        parsed = parse_answer(record.text, c.value, self.schema, record.id, self.rules, tokens)
         stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
                  "completion_tokens": c.usage.completion_tokens,
-                 "prefix_cached_tokens": c.usage.prefix_cached_tokens, "failed_calls": 0,
+                 "prefix_cached_tokens": c.usage.prefix_cached_tokens, "failed_calls": int(not c.ok),
                  "truncated_calls": int(c.truncated), "cached": c.cached, **parsed.model_extra["stats"],
                  "wall_s": round(time.perf_counter() - started, 4)}
+        if not c.ok:
+            stats["error"] = c.error
         base = record.unlabelled()
         return base.model_copy(update={"entities": parsed.entities, "relations": parsed.relations,
                                        "stats": stats})

@@ -479,7 +479,7 @@ def test_a_run_whose_answers_mostly_never_validate_stops_naming_the_likely_cause
     for _ in range(INVALID_STOP_AFTER - 1):
         [c] = run(client.structured(ASK, Answer))
         assert not c.ok
-    with pytest.raises(RunStopped, match="8 of 8 answers never validated.*ignores response_format; try "
+    with pytest.raises(RunStopped, match="8 of 8 answers were no JSON at all.*ignores response_format; try "
                                          "--structured-output llguidance") as info:
         run(client.structured(ASK, Answer))
     assert info.value.reason == "no valid answer"

@@ -74,15 +74,26 @@ async def test_an_answer_cut_off_at_the_token_limit_keeps_its_items_and_is_count
     assert whole.model_extra["stats"]["truncated_calls"] == 0
 
 
-async def test_an_answer_that_never_validates_is_reasked_then_fails_its_record():
+async def test_invalid_answer_is_reasked_then_salvaged_from_its_json():
     bad = json.dumps({"entities": [["Dallas", "Loc"], ["Kennedy", "PERSON"]], "relations": []})
     ex, transport = extractor(lambda req: bad)
     inputs = [Record(id="a", text=TEXT, meta={"k": 1}), Record(id="b", text="Nothing here .")]
     recs = await ex.extract_batch(inputs)
-    assert [r.id for r in recs] == ["a", "b"] and len(transport.requests) == 6
-    assert failure_of(recs[0]) == "no valid answer" and not recs[0].entities
-    error = recs[0].model_extra["stats"]["error"]
-    assert error.startswith("invalid answer after 3 attempts") and f"last answer: {bad!r}" in error
+    assert [r.id for r in recs] == ["a", "b"]
+    stats = recs[0].model_extra["stats"]
+    assert stats["failed_calls"] == 1 and stats["calls"] == 3 and "invalid answer" in stats["error"]
+    # what the raw answer still held is salvaged: the valid entity, grounded; the unknown type counted
+    assert [(e.text, e.type) for e in recs[0].entities] == [("Dallas", "Loc")]
+    assert stats["invalid"] == 1
+    assert len(transport.requests) == 6
+
+
+async def test_an_answer_holding_no_json_fails_its_record_with_the_raw_text():
+    ex, transport = extractor(lambda req: "this is not json {")
+    (rec,) = await ex.extract_batch([TEXT])
+    assert failure_of(rec) == "no valid answer" and not rec.entities and len(transport.requests) == 3
+    error = rec.model_extra["stats"]["error"]
+    assert error.startswith("invalid answer after 3 attempts") and "last answer: 'this is not json {'" in error
 
 
 async def test_transport_failure_marks_the_record_unfinished_not_empty():

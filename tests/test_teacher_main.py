@@ -209,7 +209,7 @@ def test_a_run_whose_answers_never_validate_stops_with_one_line_and_a_fixed_serv
         assert main(args) == 1
         assert len(server.requests) == 8  # stopped: records 9 and 10 were never sent
         [line] = error_lines(capsys.readouterr().err)
-        assert line.startswith("error: run stopped: 8 of 8 answers never validated against the schema (last: "
+        assert line.startswith("error: run stopped: 8 of 8 answers were no JSON at all (last: "
                                "'this is not json {'): the endpoint likely ignores response_format; try "
                                "--structured-output llguidance")
         assert "10 of 10 records not labelled (10 no valid answer)" in line and "run again: python -m teacher" in line

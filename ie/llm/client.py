@@ -47,7 +47,7 @@ from ie.llm.types import (
 T = TypeVar("T", bound=BaseModel)
 log = logging.getLogger(__name__)
 MAX_RETRY_AFTER_S = 60.0  # the longest Retry-After honoured; a longer one is waited this long
-# A run stops when, after at least this many final answers, more than half never validated.
+# A run stops when, after at least this many final answers, more than half were no JSON at all.
 INVALID_STOP_AFTER = 8
 
 INVALID_ANSWER_FEEDBACK = (
@@ -379,7 +379,7 @@ class LLMClient:
         self.failures = 0
         self.first_answer_s, self.served_as = first_answer_s, served_as
         self.served_model: str | None = None  # the model name the endpoint's first fresh answer gave
-        self.answers = self.invalid = 0  # final answers of `structured`, and those that never validated
+        self.answers = self.not_json = 0  # final answers of `structured`, and those that were no JSON at all
         self._answered = False  # some call got an answer (the endpoint is alive)
         self._semaphore = asyncio.Semaphore(concurrency)
         self._next = itertools.cycle(range(len(self.transports)))
@@ -466,22 +466,27 @@ class LLMClient:
                               _mean(choice.token_logprobs), model=self.model, truncated=truncated)
         self.failures += 1
         self.answers += 1
-        self.invalid += 1
-        self._stop_if_mostly_invalid(raw)
+        self._stop_if_mostly_not_json(raw)
         return Completion(None, raw, f"invalid answer after {attempt} attempts: {error}", usage, attempt,
                           all_cached, time.perf_counter() - started, model=self.model)
 
-    def _stop_if_mostly_invalid(self, raw: str) -> None:
-        """Stop the run when most answers so far never validated: the endpoint ignores what it is asked for, and
-        re-running would get the same (invalid answers are never cached, so a fixed endpoint is asked again)."""
-        if self.answers < INVALID_STOP_AFTER or 2 * self.invalid <= self.answers:
+    def _stop_if_mostly_not_json(self, raw: str) -> None:
+        """Count an answer that never validated and is no JSON at all (prose, not an answer off the schema, such
+        as a list past a cap `response_format` does not carry); stop the run when most answers so far were such:
+        the endpoint ignores what it is asked for (invalid answers are never cached: a fixed one is asked again)."""
+        try:
+            json.loads(raw)
+            return
+        except ValueError:
+            self.not_json += 1
+        if self.answers < INVALID_STOP_AFTER or 2 * self.not_json <= self.answers:
             return
         ignored, fix = (("the llguidance `grammar` field", "--structured-output json_schema")
                         if self.structured_output == "llguidance" else
                         ("response_format", "--structured-output llguidance (a llama.cpp server), or a model and "
                          "server that follow JSON schemas"))
-        raise RunStopped(f"{self.invalid} of {self.answers} answers never validated against the schema (last: "
-                         f"{raw[:80]!r}): the endpoint likely ignores {ignored}; try {fix}", "no valid answer")
+        raise RunStopped(f"{self.not_json} of {self.answers} answers were no JSON at all (last: {raw[:80]!r}): the "
+                         f"endpoint likely ignores {ignored}; try {fix}", "no valid answer")
 
     async def _call(self, request: ChatRequest, index: int, use_cache: bool, valid: Callable[[ChatResponse], bool]
                     ) -> tuple[ChatResponse, bool, float]:
