@@ -46,6 +46,7 @@ def load_bench_config(args: dict[str, Any]) -> tuple[BenchConfig, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ie.failures import IncompleteRun
+    from ie.llm.types import RunStopped
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(build_parser().parse_args(argv))
@@ -57,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = asyncio.run(run_bench(cfg, dataset))
     except IncompleteRun as exc:
         print(f"error: no bench table: {exc.summary('python -m serve.bench ' + shlex.join(argv))}", file=sys.stderr)
+        return 1
+    except RunStopped as exc:
+        print(f"error: no bench table: run stopped: {exc}; to go on, run again: python -m serve.bench "
+              f"{shlex.join(argv)}", file=sys.stderr)
         return 1
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -194,6 +194,10 @@ def prepare_out(cfg: TeacherConfig, dataset: DatasetConfig) -> str | None:
         for key in sorted(set(saved) | set(current)):
             if key in RESUMABLE_CHANGES or key == SERVED:
                 continue
+            if key not in saved:  # a run made before `key` was recorded: said, not refused (nor kept silently)
+                log.warning("%s: the run that labelled it did not record %s; resumed as if it were the same (delete "
+                            "%s to label every record again)", out, key, out / PREDICTIONS)
+                continue
             if (change := _difference(saved.get(key), current.get(key), key)) is not None:
                 raise ConfigError(f"{out}: its labels were made with other settings ({change}); keeping them would "
                                   f"mix stale labels in: use another --out, or delete {out / PREDICTIONS} to label "

@@ -220,3 +220,15 @@ def test_unanswered_calls_leave_records_unfinished_and_a_rerun_labels_them(endpo
     preds = read_records(out / "predictions.jsonl")
     assert len(preds) == 2 and all(p.model_extra["stats"]["calls"] == 1 for p in preds)  # direct, no re-asks
     assert not (out / "failures.jsonl").exists()
+
+
+def test_a_folder_labelled_before_the_schema_was_recorded_resumes_saying_so(tmp_path, caplog):
+    cfg, transport = setup(tmp_path)
+    run(cfg, client(transport, cfg.out_dir))
+    saved = json.loads((cfg.out_dir / "config.json").read_text())
+    del saved["schema"], saved["prompts"]  # as an older version wrote it
+    (cfg.out_dir / "config.json").write_text(json.dumps(saved))
+    run(cfg, client(transport, cfg.out_dir))
+    assert len(transport.requests) == 3
+    assert "did not record prompts; resumed as if it were the same" in caplog.text
+    assert "did not record schema" in caplog.text
