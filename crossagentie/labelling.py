@@ -145,8 +145,9 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
     into `entities`; `type`; `confidence` from a teacher method) and `stats` (`ie.record_stats.RecordStats`:
     calls, tokens, `wall_s`, ...). A teacher method's record also has `confidence` (the record's) and `debate`
     (its transcript); a text too long for the endpoint's context has `windows` (it was labelled in windows).
-    Raises `ie.failures.IncompleteRun` when a record did not finish (a call got no answer, or its time budget ran
-    out): none is returned then.
+    Raises `ie.failures.IncompleteRun` when a record did not finish (a call got no answer or none that validated,
+    or its time budget ran out): none is returned then; `ie.llm.types.RunStopped` when every record would fail
+    alike (the endpoint answers no call within `Timeouts.first_answer_s`, or mostly no JSON at all).
     """
     return asyncio.run(extract_batch_async(texts, schema=schema, method=method, endpoint=endpoint, model=model,
                                            model_name=model_name, adapter=adapter, **settings))
