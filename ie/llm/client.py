@@ -542,8 +542,8 @@ class LLMClient:
                              "(--timeout-first-answer-s): is the server up, and serving this model?", "no answer")
         try:
             return await task
-        except TransportError:
-            self._answered = True  # something came back: the server is alive
+        except TransportError as exc:
+            self._answered |= exc.status is not None or exc.reason == "bad response"  # the server answered
             raise
 
     def _note_model(self, resp: ChatResponse, transport: Transport) -> None:
