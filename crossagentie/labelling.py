@@ -20,7 +20,7 @@ from ie.failures import all_finished
 from ie.llm.client import Endpoint
 from ie.llm.local import ensure_endpoint
 from ie.records import LabelledRecord
-from ie.schema import Record
+from ie.schema import Record, as_records
 from ie.student_format import mention_rules
 from serve.client import extract_async
 from teacher.config import TeacherConfig
@@ -116,7 +116,7 @@ async def extract_batch_async(texts: Sequence[str | Record], *, schema: Schema, 
     loop while it starts and stops)."""
     if isinstance(texts, str):
         raise TypeError("extract_batch takes a list of texts; extract takes one")
-    records = [Record(id=str(i), text=t) if isinstance(t, str) else t for i, t in enumerate(texts)]
+    records = as_records(texts)
     label = _plan(method, dataset_config(schema), endpoint, model, model_name, adapter, settings)
     return all_finished(await label(records))
 
@@ -145,8 +145,9 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
     into `entities`; `type`; `confidence` from a teacher method) and `stats` (`ie.record_stats.RecordStats`:
     calls, tokens, `wall_s`, ...). A teacher method's record also has `confidence` (the record's) and `debate`
     (`ie.records.Transcript`); the student's, for a text too long for the endpoint's context, `windows`.
-    Raises `ie.failures.IncompleteRun` when a record did not finish (a call got no answer, or its time budget ran
-    out): none is returned then.
+    Raises `ie.failures.IncompleteRun` when a record did not finish (a call got no answer or none that validated,
+    or its time budget ran out): none is returned then; `ie.llm.types.RunStopped` when every record would fail
+    alike (the endpoint answers no call within `Timeouts.first_answer_s`, or mostly no JSON at all).
     """
     return asyncio.run(extract_batch_async(texts, schema=schema, method=method, endpoint=endpoint, model=model,
                                            model_name=model_name, adapter=adapter, **settings))

@@ -14,11 +14,15 @@ from ie.config import TaskSchema
 from ie.schema import Record
 from ie.scoring import Counts, ReMode, keyed_pairs, pair_records, symmetric_types
 
+# Fewer records than this and a percentile interval is mostly the sample's own shape (one record: every resample
+# is that record, "+100.00 to +100.00"): it is shown with a warning, never read as evidence.
+MIN_RECORDS = 30
+
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """F1 of A and B on all records, B − A, its percentile interval, and the share of resamples where B does
-    not beat A (a one-sided p-value for "B > A")."""
+    """F1 of A and B on all records, B − A, its percentile interval, the share of resamples where B does
+    not beat A (a one-sided p-value for "B > A"), and how many records were resampled."""
 
     f1_a: float
     f1_b: float
@@ -28,6 +32,15 @@ class PairedDifference:
     p_not_better: float
     resamples: int
     confidence: float
+    records: int
+
+    @property
+    def too_few(self) -> str | None:
+        """Why the interval cannot be read as evidence (too few records), or None."""
+        if self.records >= MIN_RECORDS:
+            return None
+        return (f"the bootstrap has {self.records} record{'s' * (self.records != 1)}: too few for its interval to "
+                f"mean anything (at least {MIN_RECORDS}); the difference is no evidence either way")
 
 
 def record_counts(pairs: list[tuple[set, set]]) -> list[Counts]:
@@ -59,7 +72,7 @@ def paired_bootstrap(a: list[Counts], b: list[Counts], resamples: int = 2000, se
     cut = int((1 - confidence) / 2 * resamples)  # resamples left out on each side: 50 of 2,000 at 95 %
     f1_a, f1_b = _f1(a, everything), _f1(b, everything)
     return PairedDifference(f1_a, f1_b, f1_b - f1_a, diffs[cut], diffs[resamples - 1 - cut],
-                            sum(d <= 0 for d in diffs) / resamples, resamples, confidence)
+                            sum(d <= 0 for d in diffs) / resamples, resamples, confidence, len(a))
 
 
 def compare_systems(gold: list[Record], pred_a: list[Record], pred_b: list[Record], schema: TaskSchema | None = None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import string
 import types
 import typing
 from itertools import combinations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ie.mentions import MentionProfile, example_problem
 
@@ -57,6 +58,20 @@ class EntityTypeSpec(BaseModel):
                              "(`words_of_name`)")
 
 
+STATEMENT_FIELDS = frozenset({"head", "relation", "tail"})
+
+
+def _check_type_names(kind: str, names: list[str]) -> None:
+    """Type names are non-empty words, and no two differ only in case (a model would mix them up)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        if not name.strip() or name != name.strip():
+            raise ValueError(f"{kind}: type name {name!r} is empty or has spaces around it")
+        if name.lower() in seen:
+            raise ValueError(f"{kind}: type names {seen[name.lower()]!r} and {name!r} differ only in case")
+        seen[name.lower()] = name
+
+
 class RelationTypeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     description: str
@@ -64,6 +79,20 @@ class RelationTypeSpec(BaseModel):
     tail: list[str] = Field(default_factory=list, description="allowed tail entity types; empty = any")
     statement: str = Field("{head} {relation} {tail}", description="natural-language statement template")
     symmetric: bool = False
+
+    @field_validator("statement")
+    @classmethod
+    def _known_fields(cls, statement: str) -> str:
+        """A template formats with {head}, {relation} and {tail} only: refused at load, not when first used."""
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(statement) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"{statement!r}: {exc} (write {{{{ and }}}} for a literal brace)") from None
+        unknown = sorted(names - STATEMENT_FIELDS)
+        if unknown:
+            raise ValueError(f"{statement!r}: unknown field {{{unknown[0]}}}; a statement may use "
+                             "{head}, {relation} and {tail} (write {{ and }} for a literal brace)")
+        return statement
 
     def allows(self, head_type: str, tail_type: str) -> bool:
         return (not self.head or head_type in self.head) and (not self.tail or tail_type in self.tail)
@@ -80,6 +109,10 @@ class TaskSchema(BaseModel):
 
     @model_validator(mode="after")
     def _check_refs(self) -> TaskSchema:
+        if not self.entity_types:
+            raise ValueError("entity_types: empty; a schema needs at least one entity type")
+        _check_type_names("entity_types", list(self.entity_types))
+        _check_type_names("relation_types", list(self.relation_types))
         for name, rel in self.relation_types.items():
             for side in ("head", "tail"):
                 for t in getattr(rel, side):
@@ -184,14 +217,34 @@ def _is_a(value: Any, kind: Any) -> bool:
     return isinstance(value, typing.get_origin(kind) or kind)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice in one mapping (the last would win silently)",
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A YAML file's top mapping; invalid YAML and a key given twice are refused naming the file and line."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     return data
@@ -203,8 +256,10 @@ def validate_yaml(path: str | Path, model: type[M], error: type[Exception] = Con
         obj = model.model_validate(read_yaml(path))
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise error(f"{path}: field '{loc}': {err['msg']}") from None
+        loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"].removeprefix("Value error, ")
+        if inner := re.match(r"([\w.\[\]]+): (.*)", msg, re.S):  # a model's check naming the field inside it
+            loc, msg = f"{loc}.{inner[1]}" if loc else inner[1], inner[2]
+        raise error(f"{path}: field '{loc}': {msg}") from None
     obj.source = Path(path)  # type: ignore[attr-defined]
     return obj
 

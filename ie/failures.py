@@ -2,13 +2,16 @@
 in a failures file with its reason, retried by the next run, and the run ends non-zero with one summary line.
 
 A record is unfinished when one of its calls got no answer (`TransportError`: refused, 401, 5xx after retries,
-a read timeout, a context overflow) or it ran past its time budget; its `stats` then hold `failed` (the short
-reason) and `error` (the detail). An answer that never validated after re-asks is no failure of this kind: the
-record is finished with that call recorded as invalid, since asking again would not change it.
+a read timeout, a context overflow, a body that is no chat completion), or none that validated after re-asks
+("no valid answer": an endpoint that ignores the structured-output request writes no labels), or it ran past
+its time budget; its `stats` then hold `failed` (the short reason) and `error` (the detail, with the last raw
+answer of one that never validated). A run that stops (`RunStopped`: a full disk, an endpoint that answers
+nothing) lists every record it did not write, with the stop's reason.
 """
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 from collections import Counter
@@ -17,8 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ie.llm.types import TransportError
+from ie.llm.types import RunStopped, TransportError
 from ie.records import LabelledRecord
+from ie.schema import Record, append_record
 
 T = TypeVar("T")
 TIME_BUDGET = "time budget"
@@ -58,6 +62,22 @@ class Failure:
             raise ValueError(f"record {record.id!r} finished: it is no failure")
         return cls(record.id, text_sha256(record.text), stats.failed, stats.error or "")
 
+    @classmethod
+    def stopped(cls, record: Record, stop: RunStopped) -> Failure:
+        """A record the stopped run did not write."""
+        return cls(record.id, text_sha256(record.text), stop.reason, str(stop))
+
+
+def append_or_stop(path: Path, record: Record) -> None:
+    """`append_record`; a full disk stops the run (`RunStopped`: every later record would fail the same way)."""
+    try:
+        append_record(path, record)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise RunStopped(f"the disk is full: {path} could not be written ({exc.strerror}); free some space",
+                         "disk full") from None
+
 
 def write_failures(path: Path, failures: Sequence[Failure]) -> None:
     """This run's failures as JSONL at `path`; no file when there are none (a re-run clears it)."""
@@ -68,17 +88,22 @@ def write_failures(path: Path, failures: Sequence[Failure]) -> None:
 
 
 class IncompleteRun(RuntimeError):
-    """Some records failed; everything else is written. `summary(command)` is the one line to show."""
+    """Some records failed; everything else is written. `summary(command)` is the one line to show. `stop`: the
+    run stopped early for this reason (the line then starts with it)."""
 
-    def __init__(self, failures: Sequence[Failure], total: int, listed_in: Path | None = None):
-        self.failures, self.total, self.listed_in = list(failures), total, listed_in
+    def __init__(self, failures: Sequence[Failure], total: int, listed_in: Path | None = None,
+                 stop: RunStopped | None = None):
+        self.failures, self.total, self.listed_in, self.stop = list(failures), total, listed_in, stop
         super().__init__(self.summary())
 
     def summary(self, command: str | None = None) -> str:
         reasons = ", ".join(f"{n} {reason}" for reason, n in Counter(f.reason for f in self.failures).most_common())
-        first = self.failures[0]
-        line = (f"{len(self.failures)} of {self.total} records failed ({reasons}; first: {first.id}: "
-                f"{first.error[:300]})")
+        if self.stop is not None:
+            line = f"run stopped: {self.stop}; {len(self.failures)} of {self.total} records not labelled ({reasons})"
+        else:
+            first = self.failures[0]
+            line = (f"{len(self.failures)} of {self.total} records failed ({reasons}; first: {first.id}: "
+                    f"{first.error[:300]})")
         if self.listed_in is not None:
             line += f" and were not written; listed in {self.listed_in}"
         return line + (f"; to retry them, run again: {command}" if command else "")

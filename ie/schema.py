@@ -6,12 +6,16 @@ labeller adds (`confidence`, `stats`, `debate`) is typed in `ie.records.Labelled
 """
 from __future__ import annotations
 
+import functools
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+log = logging.getLogger(__name__)
 
 
 class Entity(BaseModel):
@@ -121,9 +125,27 @@ def _not_text(path: str | Path, data: bytes, offset: int | None, first_line: int
                              "text (a binary file?)")
 
 
+BOM = "\ufeff"
+
+
+@functools.cache
+def _say_bom(path: str) -> None:
+    """Say once per file that its byte order mark was removed (a run reads its input more than once)."""
+    log.warning("%s: removed the UTF-8 byte order mark at its start (it is no text of the first record)", path)
+
+
+def _without_bom(path: str | Path, text: str) -> str:
+    """`text` without a leading byte order mark: Windows editors write one, and it would be the first record's
+    first character, shifting every offset of that record against its gold."""
+    if not text.startswith(BOM):
+        return text
+    _say_bom(str(path))
+    return text[1:]
+
+
 def read_text(path: str | Path) -> str:
-    """A UTF-8 text file's content; a binary one (invalid UTF-8, a NUL byte) raises RecordFormatError naming
-    the line."""
+    """A UTF-8 text file's content, without a byte order mark; a binary one (invalid UTF-8, a NUL byte) raises
+    RecordFormatError naming the line. Every loader reads through this or `iter_text_lines`."""
     data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8")
@@ -131,11 +153,12 @@ def read_text(path: str | Path) -> str:
         raise _not_text(path, data, exc.start) from None
     if "\0" in text:
         raise _not_text(path, data, None)
-    return text
+    return _without_bom(path, text)
 
 
 def iter_text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(1-based line, line) of a UTF-8 text file, read line by line; see `read_text` for a binary one."""
+    """(1-based line, line) of a UTF-8 text file, read line by line, without a byte order mark; see `read_text`
+    for a binary one."""
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
@@ -144,7 +167,7 @@ def iter_text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 raise _not_text(path, raw, exc.start, lineno) from None
             if "\0" in line:
                 raise _not_text(path, raw, None, lineno)
-            yield lineno, line
+            yield lineno, _without_bom(path, line) if lineno == 1 else line
 
 
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, object]]:
@@ -168,6 +191,20 @@ def iter_records(path: str | Path) -> Iterator[Record]:
 
 def read_records(path: str | Path) -> list[Record]:
     return list(iter_records(path))
+
+
+def as_records(items: Iterable[object]) -> list[Record]:
+    """Texts and records as records: a `str` gets the id of its position, a `Record` is kept; anything else is a
+    TypeError naming its position (a None would fail deep inside the labelling instead)."""
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out.append(Record(id=str(i), text=item))
+        elif isinstance(item, Record):
+            out.append(item)
+        else:
+            raise TypeError(f"texts[{i}]: expected a text (str) or an ie.schema.Record, got {type(item).__name__}")
+    return out
 
 
 def record_line(record: Record) -> str:

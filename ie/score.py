@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for line in _match_lines(result.match):
         print(f"warning: {line}", file=sys.stderr)
+    if result.baseline and (too_few := result.baseline.difference["ner"].too_few):
+        print(f"warning: {too_few}", file=sys.stderr)
     print(json.dumps(result.as_dict(), indent=2) if args.json else format_table(result))
     return 0
 

@@ -24,6 +24,7 @@ from typing import Any
 from ie.cli import add_flags, from_sources
 from ie.config import ConfigError, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
+from ie.runlock import FolderBusy, RunLock
 from serve.bench_config import BenchConfig
 
 
@@ -46,6 +47,7 @@ def load_bench_config(args: dict[str, Any]) -> tuple[BenchConfig, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ie.failures import IncompleteRun
+    from ie.llm.types import RunStopped
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(build_parser().parse_args(argv))
@@ -54,11 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg, dataset = load_bench_config(args)
         from serve.bench_run import run_bench
 
-        out = asyncio.run(run_bench(cfg, dataset))
+        with RunLock(cfg.out):
+            out = asyncio.run(run_bench(cfg, dataset))
     except IncompleteRun as exc:
         print(f"error: no bench table: {exc.summary('python -m serve.bench ' + shlex.join(argv))}", file=sys.stderr)
         return 1
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except RunStopped as exc:
+        print(f"error: no bench table: run stopped: {exc}; to go on, run again: python -m serve.bench "
+              f"{shlex.join(argv)}", file=sys.stderr)
+        return 1
+    except (ConfigError, FileNotFoundError, ValueError, FolderBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from serve.bench_report import summary_lines

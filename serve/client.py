@@ -12,11 +12,16 @@ joint answer (`ie.student_format.parse_answer`). Each output record has:
 - `entities` (`start`, `end`, `type`, `text`) and `relations` (`head`, `tail` = entity indices, `type`);
 - `stats`: `calls`, `prompt_tokens`, `completion_tokens`, `failed_calls`, `truncated_calls` (the answer ran to
   `max_tokens`; its complete items were kept), `ungrounded`, `invalid`, `cached`, `wall_s`, and `error` when the
-  answer never validated (the labels are then what could be salvaged from the raw answer, often none).
-A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or that ran past its time
-budget is unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
+  answer never validated (the labels are then what could be salvaged from its JSON, e.g. a list longer than a
+  `mentions:` cap, which `json_schema` does not send to the server).
+A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or one holding no JSON object
+after the re-asks ("no valid answer"), or that ran past its time budget (`--timeout-record-s`, on by default), is
+unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
 `extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
-and exits 1; a re-run labels it (with --cache, the finished records' calls are not repeated).
+and exits 1. The CLI writes each record as it finishes and caches every call (`<out>.calls.sqlite`, or
+--cache), so a re-run, after a failure, a kill or Ctrl-C, repeats no call of a finished record; one CLI run
+writes an --out at a time. A run that stops (an endpoint that answers nothing or nothing valid, a full disk)
+ends with one line naming the cause.
 A text longer than the endpoint's context leaves room for is labelled in windows of half the answer length
 (`--max-tokens`: an answer lists what its window holds) and merged (`ie.windows`: relations across windows are
 dropped); such a record also has `windows` (each window's `start`, `end`) and `stats.windows`.
@@ -33,18 +38,28 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path, score_options
-from ie.failures import Failure, IncompleteRun, all_finished, failure_of, within_budget, write_failures
+from ie.failures import (
+    Failure,
+    IncompleteRun,
+    all_finished,
+    append_or_stop,
+    failure_of,
+    within_budget,
+    write_failures,
+)
 from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
-from ie.llm.types import SamplingParams
+from ie.llm.types import RunStopped, SamplingParams
 from ie.logs import add_verbose_flag, setup_logging
 from ie.mentions import MentionRules
 from ie.record_stats import RecordStats
 from ie.records import LabelledRecord
-from ie.schema import Record, write_records
+from ie.runlock import FolderBusy, RunLock
+from ie.schema import Record, as_records, write_records
 from ie.student_format import answer_model, build_messages, mention_rules, parse_answer
 from ie.windows import label_in_windows
 from serve.windows import student_budget
 
+RECORD_BUDGET_S = 600.0  # a record is one call (a long text: a few): ten minutes is far past any healthy one
 # 384: the student's longest complete answer on the first 50 CoNLL04 dev sentences was 263 tokens; 8 of 50 ran
 # on to a 1,024 limit repeating items (a cut-off answer keeps its complete items, see ie.llm.truncated).
 DEFAULT_PARAMS = SamplingParams(temperature=0.0, seed=0, max_tokens=384)
@@ -54,7 +69,7 @@ class StudentExtractor:
     """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
 
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
-                 rules: MentionRules | None = None, concurrency: int = 8, budget_s: float | None = None,
+                 rules: MentionRules | None = None, concurrency: int = 8, budget_s: float | None = RECORD_BUDGET_S,
                  context_tokens: int | None = None):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
         self.context_tokens = context_tokens  # used where the server reports no context (see ie.windows)
@@ -75,13 +90,16 @@ class StudentExtractor:
         (c,) = result  # type: ignore[misc]
         parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules,
                               record.tokens)
-        error = parsed.stats.error if c.ok else c.error
+        if parsed.stats.error:  # no JSON object to salvage: an empty record is no result
+            stats = RecordStats(failed="no valid answer", error=f"{c.error}; last answer: {c.raw[:500]!r}",
+                                wall_s=round(time.perf_counter() - started, 4))
+            return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=stats)
         stats = RecordStats(calls=c.usage.calls, prompt_tokens=c.usage.prompt_tokens,
                             completion_tokens=c.usage.completion_tokens,
                             prefix_cached_tokens=c.usage.prefix_cached_tokens, failed_calls=int(not c.ok),
                             truncated_calls=int(c.truncated), cached=c.cached, ungrounded=parsed.stats.ungrounded,
                             invalid=parsed.stats.invalid, wall_s=round(time.perf_counter() - started, 4),
-                            **({"error": error} if error else {}))
+                            **({"error": c.error} if not c.ok and c.error else {}))
         return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, entities=parsed.entities,
                               relations=parsed.relations, stats=stats)
 
@@ -89,7 +107,7 @@ class StudentExtractor:
                             on_record: Callable[[LabelledRecord], None] | None = None) -> list[LabelledRecord]:
         """One record per item, in order; a `str` item gets the id of its position. At most `concurrency`
         records are in flight, so a record's `wall_s` is its own service time, not its wait in the queue."""
-        records = [Record(id=str(i), text=x) if isinstance(x, str) else x for i, x in enumerate(items)]
+        records = as_records(items)
         gate = asyncio.Semaphore(self.concurrency)
         budget = await student_budget(self.client, self.schema, self.params.max_tokens, self.context_tokens)
 
@@ -107,15 +125,17 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
                         rules: MentionRules | None = None, api_key_env: str | None = None, concurrency: int = 8,
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
                         max_reasks: int = 2, structured_output: str = "json_schema", timeouts: Timeouts = Timeouts(),
-                        budget_s: float | None = None, retries: int = 4,
-                        context_tokens: int | None = None) -> list[LabelledRecord]:
-    """The records, unfinished ones included (marked `stats.failed`)."""
+                        budget_s: float | None = RECORD_BUDGET_S, retries: int = 4,
+                        context_tokens: int | None = None,
+                        on_record: Callable[[LabelledRecord], None] | None = None) -> list[LabelledRecord]:
+    """The records, unfinished ones included (marked `stats.failed`); `on_record` sees each as it ends.
+    `budget_s`: seconds a record may take, re-asks included (None: no budget)."""
     ep = Endpoint(endpoint, model, api_key_env, timeouts=timeouts, structured_output=structured_output)
     client = LLMClient.from_endpoints([ep], cache_path=cache_path, concurrency=concurrency,
                                       max_parse_retries=max_reasks, max_retries=retries)
     try:
         extractor = StudentExtractor(client, schema, params, rules, concurrency, budget_s, context_tokens)
-        return await extractor.extract_batch(texts)
+        return await extractor.extract_batch(texts, on_record)
     finally:
         await client.aclose()
 
@@ -142,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=8, help="requests in flight")
     p.add_argument("--max-tokens", type=int, default=DEFAULT_PARAMS.max_tokens, help="answer length limit")
     p.add_argument("--max-reasks", type=int, default=2, help="re-asks of an answer that fails validation")
-    p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file")
+    p.add_argument("--cache", type=Path, default=None, help="sqlite call cache file (default <out>.calls.sqlite)")
+    p.add_argument("--no-cache", action="store_true", help="cache no call (a re-run asks every call again)")
     p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the API key")
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
     p.add_argument("--context-tokens", type=int, default=None, help="context tokens of one request where the "
@@ -151,10 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="json_schema (response_format: vLLM, OpenAI) or llguidance (llama.cpp: compact JSON)")
     p.add_argument("--retries", type=int, default=4, help="re-sends of a call refused or answered 429/5xx")
     for name, flag in (("connect_s", "connect-s"), ("first_token_s", "first-token-s"),
-                       ("min_tokens_per_s", "tokens-per-s")):
+                       ("min_tokens_per_s", "tokens-per-s"), ("first_answer_s", "first-answer-s")):
         p.add_argument(f"--timeout-{flag}", type=float, default=getattr(Timeouts, name), help=Timeouts.help(name))
-    p.add_argument("--timeout-record-s", type=float, default=0.0,
-                   help="seconds one record may take, re-asks included (0 = no budget)")
+    p.add_argument("--timeout-record-s", type=float, default=RECORD_BUDGET_S,
+                   help="seconds one record may take, re-asks included; past it the record fails (0 = no budget)")
     add_verbose_flag(p)
     return p
 
@@ -172,37 +193,78 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         dataset = load_config(resolve_config_path(args.config))
         gold = load_input(args.input)[: args.limit]
-        records = [r.unlabelled() for r in gold]
-        if not records:
+        if not gold:
             raise ConfigError(f"{args.input}: no records to label (the input is empty)")
-        timeouts = Timeouts(args.timeout_connect_s, args.timeout_first_token_s, args.timeout_tokens_per_s)
+        timeouts = Timeouts(args.timeout_connect_s, args.timeout_first_token_s, args.timeout_tokens_per_s,
+                            args.timeout_first_answer_s)
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    params = SamplingParams(temperature=0.0, seed=0, max_tokens=args.max_tokens)
+    command = "python -m serve.client " + shlex.join(argv)
+    try:
+        with RunLock(args.out, args.out.with_name(f".{args.out.name}.lock")):
+            return _label_cli(args, dataset, gold, timeouts, command)
+    except FolderBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished records are in {args.out} and their calls cached; to go on, run again: "
+              f"{command}", file=sys.stderr)
+        return 130
+
+
+def _label_cli(args: argparse.Namespace, dataset: DatasetConfig, gold: list[Record], timeouts: Timeouts,
+               command: str) -> int:
+    """Label the input into --out, each record written as it finishes; the closing lines; the exit code."""
+    records, stop = [r.unlabelled() for r in gold], None
+    seen: list[LabelledRecord] = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("", encoding="utf-8")
+
+    def on_record(record: LabelledRecord) -> None:
+        if failure_of(record) is None:
+            append_or_stop(args.out, record)
+        seen.append(record)
+
     started = time.perf_counter()
-    labelled = asyncio.run(extract_async(
-        records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
-        api_key_env=args.api_key_env, concurrency=args.concurrency, cache_path=args.cache, params=params,
-        max_reasks=args.max_reasks, structured_output=args.structured_output, timeouts=timeouts,
-        budget_s=args.timeout_record_s, retries=args.retries, context_tokens=args.context_tokens))
-    out = [r for r in labelled if failure_of(r) is None]
-    failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
-    write_records(args.out, out)
+    try:
+        asyncio.run(extract_async(
+            records, args.endpoint, args.model, dataset.task_schema, rules=mention_rules(dataset),
+            api_key_env=args.api_key_env, concurrency=args.concurrency,
+            cache_path=None if args.no_cache else args.cache or args.out.with_suffix(".calls.sqlite"),
+            params=SamplingParams(temperature=0.0, seed=0, max_tokens=args.max_tokens), max_reasks=args.max_reasks,
+            structured_output=args.structured_output, timeouts=timeouts, budget_s=args.timeout_record_s or None,
+            retries=args.retries, context_tokens=args.context_tokens, on_record=on_record))
+    except RunStopped as exc:
+        stop = exc
+    order = {r.id: i for i, r in enumerate(records)}
+    seen.sort(key=lambda r: order[r.id])
+    out = [r for r in seen if failure_of(r) is None]
+    failures = [Failure.of(r) for r in seen if failure_of(r) is not None]
+    if stop is None:
+        write_records(args.out, out)  # input order
+    else:
+        ended = {r.id for r in seen}
+        failures += [Failure.stopped(r, stop) for r in records if r.id not in ended]
     write_failures(args.out.with_suffix(".failures.jsonl"), failures)
+    _write_run(args, out, failures, time.perf_counter() - started)
+    print(summary(len(records), out, gold, dataset, args.out, len(failures)))
+    if failures:
+        incomplete = IncompleteRun(failures, len(records), args.out.with_suffix(".failures.jsonl"), stop)
+        print(f"error: {incomplete.summary(command)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_run(args: argparse.Namespace, out: Sequence[LabelledRecord], failures: Sequence[Failure],
+               wall_s: float) -> None:
+    """`<out>.run.json`: the arguments, the counts and the totals of the finished records."""
     stats = [r.stats for r in out]
     totals = {k: sum(getattr(s, k) or 0 for s in stats) for k in (
         "calls", "prompt_tokens", "completion_tokens", "failed_calls", "truncated_calls", "ungrounded", "invalid")}
     run = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-           "records": len(out), "failed": len(failures), "totals": totals,
-           "wall_s": round(time.perf_counter() - started, 3)}
+           "records": len(out), "failed": len(failures), "totals": totals, "wall_s": round(wall_s, 3)}
     args.out.with_suffix(".run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
-    print(summary(len(labelled), out, gold, dataset, args.out, len(failures)))
-    if failures:
-        incomplete = IncompleteRun(failures, len(labelled), args.out.with_suffix(".failures.jsonl"))
-        print(f"error: {incomplete.summary('python -m serve.client ' + shlex.join(argv))}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def summary(total: int, out: Sequence[LabelledRecord], gold: Sequence[Record], dataset: DatasetConfig, path: Path,

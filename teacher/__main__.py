@@ -5,8 +5,10 @@
 
 Settings: the config file's `teacher:` section, then these flags. Writes predictions.jsonl, config.json and,
 with gold, metrics.json and report.md into --out; a re-run with the same flags resumes. Records that failed
-(no answer from the endpoint, or past their time budget) are listed in failures.jsonl instead, and the run
-exits 1 with one line saying how many, why, and the command that retries them. Every run ends with a short
+(no answer from the endpoint or none that validated, or past their time budget) are listed in failures.jsonl
+instead, and the run exits 1 with one line saying how many, why, and the command that retries them; so does
+a run that stops early (a full disk, an endpoint that answers nothing) or is interrupted (Ctrl-C). A second
+run on a folder another run is writing is refused (exit 2), naming that run. Every run ends with a short
 summary on stdout: records labelled and failed, NER/RE F1 when there is gold, calls and tokens a record, and
 where report.md is. Library log lines (httpx, openai) show only with --verbose.
 """
@@ -50,6 +52,7 @@ def summary(cfg: TeacherConfig, failed: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     from ie.config import ConfigError, load_config, resolve_config_path
     from ie.failures import IncompleteRun
+    from ie.runlock import FolderBusy
 
     argv = sys.argv[1:] if argv is None else argv
     args = vars(build_parser().parse_args(argv))
@@ -67,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         print(summary(cfg, failed=len(exc.failures)))
         print(f"error: {exc.summary('python -m teacher ' + shlex.join(argv))}", file=sys.stderr)
         return 1
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished records are kept; to resume, run again: python -m teacher {shlex.join(argv)}",
+              file=sys.stderr)
+        return 130
+    except (ConfigError, FileNotFoundError, ValueError, FolderBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -81,6 +81,7 @@ class TeacherConfig:
     timeout_connect_s: float = opt(Timeouts.connect_s, Timeouts.help("connect_s"))
     timeout_first_token_s: float = opt(Timeouts.first_token_s, Timeouts.help("first_token_s"))
     timeout_tokens_per_s: float = opt(Timeouts.min_tokens_per_s, Timeouts.help("min_tokens_per_s"))
+    timeout_first_answer_s: float = opt(Timeouts.first_answer_s, Timeouts.help("first_answer_s"))
     timeout_record_s: float = opt(1800.0, "seconds one record may take, all its calls together; past it the record "
                                   "fails with reason 'time budget' and is retried by the next run (0 = no budget)")
 
@@ -122,14 +123,15 @@ class TeacherConfig:
             raise ConfigError(f"teacher.route_threshold: must be in [0, 1], got {self.route_threshold}")
         if self.re_mode is not None and self.re_mode not in RE_MODES:
             raise ConfigError(f"teacher.re_mode: one of {RE_MODES}, got {self.re_mode!r}")
-        for name in ("timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s"):
+        for name in ("timeout_connect_s", "timeout_first_token_s", "timeout_tokens_per_s", "timeout_first_answer_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"teacher.{name}: must be above 0, got {getattr(self, name)}")
         if self.timeout_record_s < 0:
             raise ConfigError(f"teacher.timeout_record_s: must be 0 (no budget) or more, got {self.timeout_record_s}")
 
     def timeouts(self) -> Timeouts:
-        return Timeouts(self.timeout_connect_s, self.timeout_first_token_s, self.timeout_tokens_per_s)
+        return Timeouts(self.timeout_connect_s, self.timeout_first_token_s, self.timeout_tokens_per_s,
+                        self.timeout_first_answer_s)
 
     def check_source(self) -> None:
         """A run (not the library) needs exactly one of --split / --input."""

@@ -16,7 +16,7 @@ from ie.datasets.tokens import token_offsets
 from ie.grounding import span_pattern
 from ie.llm.choice import ChoiceScores
 from ie.llm.client import LLMClient
-from ie.llm.types import Completion, SamplingParams, TransportError, Usage
+from ie.llm.types import Completion, NoValidAnswer, SamplingParams, TransportError, Usage
 from ie.mentions import MentionProfile, MentionRules
 from ie.record_stats import RecordStats
 from ie.records import CallLog, Transcript
@@ -62,16 +62,22 @@ class RecordContext:
         return SamplingParams(cfg.extract_temperature, cfg.seed, 0.0, tokens)
 
     async def ask(self, template: str, answer: type[T], /, *, role: str, agent: AgentId, params: SamplingParams,
-                  n: int = 1, round: int | None = None, own_context: bool = False,
+                  n: int = 1, round: int | None = None, own_context: bool = False, fallback: bool = False,
                   **fields: object) -> list[Completion[T]]:
         """Render `template` (with `own_context`, it places the text itself; see `render`), ask, and log each
-        completion (valid or not) in the transcript."""
+        completion (valid or not) in the transcript. When none validated, the record cannot finish
+        (`NoValidAnswer`, with the last raw answer): labels from an answer that is no answer would be a result;
+        unless `fallback`: the caller has a designed answer for that (a stance not taken, every type routed, the
+        mention kept as it is)."""
         messages = render(template, self.schema, self.text, own_context=own_context, **fields)
         completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n,
                                                                           spans=self.spans))
         for i, c in enumerate(completions):
             self._log(CallLog(role=role, agent=str(agent), template=f"{template}.txt", round=round,
                               sample=i if n > 1 else None), c)
+        if not fallback and completions and not any(c.ok for c in completions):
+            self.unanswered = NoValidAnswer(f"{completions[-1].error}; last answer: {completions[-1].raw[:500]!r}")
+            raise self.unanswered
         return completions
 
     async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: AgentId,

@@ -39,7 +39,7 @@ async def verify_type(ctx: RecordContext, etype: str, args: Sequence[Arg], gap: 
     [c] = await ctx.ask("verify", verify_answer(len(args)), role="feedback", agent=ner_agent_name(etype),
                         params=ctx.params("extract"), round=round, type=etype,
                         description=ctx.schema.entity_types[etype].description, statements="; ".join(said),
-                        items=items)
+                        items=items, fallback=True)
     checks: dict[Arg, Check] = {}
     for v in c.value.verdicts if c.ok else []:
         if 1 <= v.item <= len(args):

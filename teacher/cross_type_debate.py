@@ -76,7 +76,7 @@ async def speak(ctx: RecordContext, agent: AgentId, conflicts: Sequence[Conflict
     mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
     [c] = await ctx.ask("debate", debate_answer(len(mine)), role="debater", agent=agent, params=ctx.params("debate"),
                         round=round, name=agent.name, description=agent_description(ctx, agent),
-                        conflicts=block, items=", ".join(map(str, mine)))
+                        conflicts=block, items=", ".join(map(str, mine)), fallback=True)
     stances: dict[str, Position] = {}
     for stance in c.value.stances if c.ok else []:
         if stance.item in mine:

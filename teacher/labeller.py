@@ -30,19 +30,22 @@ def serving(cfg: TeacherConfig, threads: int | None = None) -> contextlib.Abstra
     return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency, **({"threads": threads} if threads else {}))
 
 
-def client_for(ep: Endpoint, cfg: TeacherConfig, cache_path: Path | None = None) -> LLMClient:
-    """The client of `ep` with `cfg`'s timeouts, concurrency, re-asks and retries; calls cached at `cache_path`."""
+def client_for(ep: Endpoint, cfg: TeacherConfig, cache_path: Path | None = None,
+               served_as: str | None = None) -> LLMClient:
+    """The client of `ep` with `cfg`'s timeouts (the per-call deadline and `first_answer_s` among them),
+    concurrency, re-asks and retries; calls cached at `cache_path`; `served_as`: the model name a run folder's
+    labels came from (see `LLMClient`)."""
     return LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())], cache_path=cache_path,
                                     concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
-                                    max_retries=cfg.retries)
+                                    max_retries=cfg.retries, served_as=served_as)
 
 
 @contextlib.asynccontextmanager
-async def open_labeller(cfg: TeacherConfig, cache_path: Path | None = None, threads: int | None = None
-                        ) -> AsyncIterator[Labeller]:
+async def open_labeller(cfg: TeacherConfig, cache_path: Path | None = None, threads: int | None = None,
+                        served_as: str | None = None) -> AsyncIterator[Labeller]:
     """The labeller of `cfg` (see `serving`, `client_for`), closed and its server stopped on exit."""
     with serving(cfg, threads) as ep:
-        client = client_for(ep, cfg, cache_path)
+        client = client_for(ep, cfg, cache_path, served_as)
         try:
             yield Labeller(ep, client)
         finally:

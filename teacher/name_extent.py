@@ -27,7 +27,7 @@ async def name_in(ctx: RecordContext, mention: str, etype: str) -> str | None:
     """The type agent's copy of the name inside `mention`; None if it gave no valid answer."""
     word = type_words(ctx.schema)[etype][0]
     [c] = await ctx.ask("extent", agent_answers(ctx.rules.profile).extent, role="extent", agent=ner_agent_name(etype),
-                        params=ctx.params("extract"), own_context=True, mention=mention,
+                        params=ctx.params("extract"), own_context=True, mention=mention, fallback=True,
                         word=word, instruction=Template(ctx.cfg.extent_instruction).safe_substitute(word=word))
     return c.value.name if c.ok else None
 

@@ -80,9 +80,13 @@ def _counts_sentence(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in rows) or "none"
 
 
-def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
+def render_report(metrics: TeacherMetrics, cfg: TeacherConfig, served_model: str | None = None) -> str:
+    """The report's markdown; `served_model`: the name the endpoint answered as, named when it is not the one
+    asked for (a server may serve another model than its caller thinks)."""
     t = metrics.teacher
     model = cfg.model_name if cfg.endpoint else (cfg.model or "catalogue default")
+    if served_model and served_model != model:
+        model = f"{served_model} (asked for {model}; the endpoint answered as {served_model})"
     lines = [f"# Teacher run: {cfg.method}", "",
              (f"Data: {cfg.split or cfg.input} of {cfg.config}, {metrics.records} records "
              f"({t['records']} labelled). Model: {model}."), ""]
@@ -121,8 +125,9 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
 
 
 def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[LabelledRecord], dataset: DatasetConfig,
-                 cfg: TeacherConfig) -> TeacherMetrics:
-    """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching)."""
+                 cfg: TeacherConfig, served_model: str | None = None) -> TeacherMetrics:
+    """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching);
+    `served_model`: see `render_report`."""
     from teacher.routing import gold_types_kept, gold_types_ranked
 
     options = score_options(dataset, re_mode=cfg.re_mode)
@@ -132,5 +137,5 @@ def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Labell
     teacher["routing"]["gold_types_ranked"] = gold_types_ranked(gold, predictions, dataset.task_schema)
     metrics = TeacherMetrics(**dict(scores), teacher=teacher)
     (out / "metrics.json").write_text(json.dumps(metrics.as_dict(), indent=2) + "\n", encoding="utf-8")
-    (out / "report.md").write_text(render_report(metrics, cfg), encoding="utf-8")
+    (out / "report.md").write_text(render_report(metrics, cfg, served_model), encoding="utf-8")
     return metrics

@@ -106,7 +106,7 @@ async def by_answer(ctx: RecordContext) -> Routing:
     schema = ctx.schema
     answer = route_answer(tuple(schema.entity_types), tuple(schema.relation_types))
     [c] = await ctx.ask("route", answer, role="router", agent=ROUTER, params=ctx.params("extract"), own_context=True,
-                        entity_list=type_list(schema), relation_list=relation_menu(schema))
+                        entity_list=type_list(schema), relation_list=relation_menu(schema), fallback=True)
     if not c.ok:
         return every_type(schema, fallback=c.error)
     value = c.value.model_dump()

@@ -23,7 +23,7 @@ async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict[C]],
         return verdicts
     # A judge, not a debater: deterministic sampling.
     [c] = await ctx.ask("summarizer", summary_answer(len(conflicts)), role="summarizer", agent=AgentId("summarizer"),
-                        params=ctx.params("extract"), conflicts=render_conflicts(conflicts, positions))
+                        params=ctx.params("extract"), conflicts=render_conflicts(conflicts, positions), fallback=True)
     for v in c.value.verdicts if c.ok else []:
         if 1 <= v.item <= len(conflicts):
             conflict = conflicts[v.item - 1]

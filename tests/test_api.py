@@ -94,6 +94,11 @@ def test_there_is_no_default_schema():
         crossagentie.extract_batch(["x ."], schema="nope")
 
 
+def test_an_item_that_is_no_text_is_refused_naming_its_position_before_a_server_starts():
+    with pytest.raises(TypeError, match=r"texts\[0\]: expected a text \(str\) or an ie.schema.Record, got NoneType"):
+        crossagentie.extract_batch([None], schema=SCHEMA, method="direct")  # no endpoint: nothing started
+
+
 def test_bad_combinations_are_refused_before_a_server_starts():
     with pytest.raises(ConfigError, match="unknown method 'debate'"):
         crossagentie.extract("x .", schema=SCHEMA, method="debate")

@@ -30,7 +30,7 @@ def test_config_errors_name_the_field(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("name: x\nformat: spert\nschema:\n  entity_types: {A: {description: a}}\n"
                     "  relation_types: {R: {description: r, head: [B]}}\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: field 'schema': .*relation_types.R.head: unknown entity type 'B'"):
+    with pytest.raises(ConfigError, match=r"c.yaml: field 'schema.relation_types.R.head': unknown entity type 'B'"):
         load_config(path)
     with pytest.raises(ConfigError, match="no such config file"):
         resolve_config_path("nope")
@@ -64,3 +64,32 @@ def test_type_words_default_to_the_words_of_the_type_name():
     assert words_of_name("OtherScientificTerm") == ["other scientific term"]
     assert [words_of_name(n)[0] for n in ("PER", "Used-for", "Live_In", "HTTPServer")] == [
         "per", "used for", "live in", "http server"]
+
+
+@pytest.mark.parametrize(("edit", "error"), [
+    (lambda t: t.split("schema:")[0] + "schema:\n  entity_types: {}\n",
+     "field 'schema.entity_types': empty; a schema needs at least one entity type"),
+    (lambda t: t.replace("    Peop:\n", '    "":\n', 1), "field 'schema.entity_types': type name '' is empty"),
+    (lambda t: t.replace("    Other:\n", "    org:\n      description: an org\n    Other:\n", 1),
+     "field 'schema.entity_types': type names 'Org' and 'org' differ only in case"),
+    (lambda t: t.replace("    Loc:\n", "    Peop:\n", 1),
+     r"c.yaml:17: invalid YAML: key 'Peop' given twice in one mapping \(the last would win silently\)"),
+    (lambda t: t.replace('statement: "{head} lives in {tail}"', 'statement: "{head} paid {USD} to {tail}"'),
+     r"field 'schema.relation_types.Live_In.statement': '\{head\} paid \{USD\} to \{tail\}': unknown field \{USD\}"),
+    (lambda t: t.replace('statement: "{head} lives in {tail}"', 'statement: "{head} lives in {tail"'),
+     "field 'schema.relation_types.Live_In.statement': .*expected '}'"),
+])
+def test_a_config_that_would_mislead_is_refused_at_load_naming_file_and_field(tmp_path, edit, error):
+    text = resolve_config_path("conll04").read_text()
+    path = tmp_path / "c.yaml"
+    path.write_text(edit(text))
+    assert path.read_text() != text
+    with pytest.raises(ConfigError, match=error):
+        load_config(path)
+
+
+def test_a_key_given_twice_is_refused_in_every_section(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(resolve_config_path("conll04").read_text().replace("\nteacher:\n", "\nteacher:\n  seed: 1\n  seed: 2\n"))
+    with pytest.raises(ConfigError, match=r"c.yaml:\d+: invalid YAML: key 'seed' given twice"):
+        load_config(path)

@@ -198,3 +198,35 @@ def test_the_whole_test_split_loads_and_any_slice_of_it_exports(tmp_path):
     out = tmp_path / "t.jsonl"
     assert datasets_cli.main(["export", "conll04", "--split", "test", "--offset", "149", "--out", str(out)]) == 0
     assert [r.id for r in load_input(out)] == [r.id for r in whole[149:]]
+
+
+SMALL_SOURCES = {  # one small file of each loader's format
+    "records": ("x.jsonl", '{"id": "a", "text": "Bo met Al .", "entities": [{"start": 0, "end": 2, "type": "P", '
+                '"text": "Bo"}]}\n'),
+    "plaintext": ("x.txt", "Bo met Al .\nAl left .\n"),
+    "spert": ("x.json", json.dumps([{"tokens": ["Bo", "met", "Al", "."],
+                                    "entities": [{"type": "P", "start": 0, "end": 1}], "relations": []}])),
+    "conll": ("x.conll", "Bo NNP B-NP B-PER\nmet VBD O O\nAl NNP B-NP B-PER\n. . O O\n"),
+    "dygie": ("x.jsonl", json.dumps({"doc_key": "d", "sentences": [["Bo", "met", "Al", "."]], "ner": [[[0, 0, "P"]]],
+                                     "relations": [[]]}) + "\n"),
+    "nyt": ("x.json", json.dumps([{"text": "Bo met Al .", "triple_list": [["Bo", "/met", "Al"]]}])),
+    "semeval": ("x.txt", '1\t"<e1>Bo</e1> met <e2>Al</e2> ."\nOther\nComment:\n\n'),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(SMALL_SOURCES))
+def test_every_loader_removes_a_byte_order_mark_and_says_so_once(tmp_path, fmt, caplog):
+    from ie.schema import _say_bom
+
+    _say_bom.cache_clear()
+    name, text = SMALL_SOURCES[fmt]
+    plain, marked = tmp_path / "plain" / name, tmp_path / "marked" / name
+    for path, data in ((plain, text), (marked, "\ufeff" + text)):
+        path.parent.mkdir()
+        path.write_text(data, encoding="utf-8")
+    expected = LOADERS[fmt](plain, "x")
+    assert expected and not caplog.records
+    for _ in range(2):  # a run reads its input more than once: said once
+        assert LOADERS[fmt](marked, "x") == expected
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{marked}: removed the UTF-8 byte order mark at its start (it is no text of the first record)"]

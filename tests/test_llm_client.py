@@ -379,3 +379,107 @@ def test_span_marked_fields_get_the_calls_span_pattern_in_the_llguidance_grammar
         else:  # llama.cpp's GBNF stalls on such a pattern: response_format never carries one
             assert "pattern" not in with_pattern["text"]
         assert "pattern" not in without["text"] and SPAN_KEY not in str(t.requests[0].body())
+
+
+# --- issue 33: faults a demanding user met (each a flag of tests/fault_server.py) ---
+
+def test_a_trickling_server_cannot_stretch_the_calls_deadline():
+    import time
+
+    fast = Timeouts(connect_s=1, first_token_s=1, min_tokens_per_s=100)  # 1 + 1 + 20 / 100 = 2.2 s in all
+    with FaultServer(always(Reply(VALID.content, trickle_s=0.2))) as server:  # each byte well inside a read timeout
+        started = time.perf_counter()
+        with pytest.raises(TransportError, match="no whole answer within 2.2 s") as info:
+            ask(sdk_client(server.url, timeouts=fast), params=SamplingParams(max_tokens=20))
+    assert info.value.reason == "read timeout" and time.perf_counter() - started < 5
+
+
+def test_a_server_that_never_answers_stops_the_run_within_the_first_answer_bound():
+    import math
+    import time
+
+    from ie.llm.types import RunStopped
+
+    assert Timeouts().first_answer_s < 60  # the default: a dead server is found out in well under a minute
+    with FaultServer(always(Reply(hang_s=math.inf))) as server:
+        started = time.perf_counter()
+        with pytest.raises(RunStopped, match="answered no call within 0.5 s") as info:
+            ask(sdk_client(server.url, timeouts=Timeouts(first_answer_s=0.5)))
+    assert info.value.reason == "no answer" and time.perf_counter() - started < 5
+
+
+def test_a_slow_call_waits_on_once_the_server_has_answered_another():
+    with FaultServer(always(Reply(VALID.content, hang_s=0.6))) as server:
+        client = sdk_client(server.url, timeouts=Timeouts(first_answer_s=0.4))
+
+        async def two():
+            try:
+                first = await client.structured(ASK, Answer, params=SamplingParams(seed=1))
+                return first + await client.structured(ASK, Answer, params=SamplingParams(seed=2))
+            finally:
+                await client.aclose()
+
+        with pytest.raises(Exception, match="answered no call"):  # nothing has come back yet: stop
+            run(two())
+        server.script = lambda body: Reply(VALID.content, hang_s=0.6 if body["seed"] == 2 else 0)
+        client = sdk_client(server.url, timeouts=Timeouts(first_answer_s=0.4))
+        assert all(c.ok for c in run(two()))  # the second call's 0.6 s follows an answer: the server is alive
+
+
+def test_retry_after_is_honoured_up_to_a_cap(monkeypatch):
+    from fault_server import first
+
+    from ie.llm import client as client_module
+
+    with FaultServer(first(1, Reply(status=429, message="slow down", retry_after="1.5"), VALID)) as server:
+        [c] = ask(sdk_client(server.url))  # backoff_s=0: only the header makes it wait
+    assert c.ok and server.times[1] - server.times[0] >= 1.5
+    monkeypatch.setattr(client_module, "MAX_RETRY_AFTER_S", 0.5)
+    with FaultServer(first(1, Reply(status=503, message="busy", retry_after="20"), VALID)) as server:
+        [c] = ask(sdk_client(server.url))
+    assert c.ok and 0.5 <= server.times[1] - server.times[0] < 5
+    assert client_module.retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0 and client_module.retry_after_s("x") is None
+
+
+@pytest.mark.parametrize(("body", "says"), [("html", "no JSON chat completion: '<!DOCTYPE html>"),
+                                            ("garbage", "no JSON chat completion"),
+                                            ("no-choices", "holds no choices"),
+                                            ("empty-object", "no chat completion")])
+def test_a_200_body_that_is_no_chat_completion_is_one_transport_failure(body, says):
+    with FaultServer(always(Reply(body=body))) as server:
+        with pytest.raises(TransportError, match=says) as info:
+            ask(sdk_client(server.url, max_retries=2))
+    assert info.value.reason == "bad response" and len(server.requests) == 1 and "\n" not in str(info.value)
+
+
+def test_a_key_echoed_in_a_200_answer_is_redacted(monkeypatch):
+    monkeypatch.setenv("FAULT_KEY", "sk-live-0123456789")
+    with FaultServer(always(Reply('{"label": "{key}", "confidence": 0.5}'))) as server:
+        [c] = ask(sdk_client(server.url, key_env="FAULT_KEY"))
+    assert c.value.label == "[redacted]" and "sk-live" not in c.raw
+
+
+def test_another_model_name_is_said_and_recorded_and_stops_a_run_made_with_a_third(caplog):
+    from ie.llm.types import RunStopped
+
+    with FaultServer(always(Reply(VALID.content, model="other-model"))) as server:
+        client = sdk_client(server.url)
+        [c] = ask(client)
+        assert c.ok and client.served_model == "other-model"
+        assert "answers as model 'other-model', not the 'm' asked for" in caplog.text
+        with pytest.raises(RunStopped, match="answers as model 'other-model', but this folder's labels came from 'm'"):
+            ask(sdk_client(server.url, served_as="m"))
+
+
+def test_a_run_whose_answers_mostly_never_validate_stops_naming_the_likely_cause():
+    from ie.llm.client import INVALID_STOP_AFTER
+    from ie.llm.types import RunStopped
+
+    client = LLMClient([ScriptedTransport(lambda r: "this is not json {")], max_parse_retries=0)
+    for _ in range(INVALID_STOP_AFTER - 1):
+        [c] = run(client.structured(ASK, Answer))
+        assert not c.ok
+    with pytest.raises(RunStopped, match="8 of 8 answers were no JSON at all.*ignores response_format; try "
+                                         "--structured-output llguidance") as info:
+        run(client.structured(ASK, Answer))
+    assert info.value.reason == "no valid answer"

@@ -114,11 +114,11 @@ def test_examples_check_names_the_rule():
 def test_config_whose_rules_drop_its_own_example_is_refused(tmp_path):
     scierc = (resolve_config_path("scierc")).read_text(encoding="utf-8")
     path = tmp_path / "scierc.yaml"
-    path.write_text(scierc + "mentions:\n  drop_pronouns: true\n", encoding="utf-8")
+    path.write_text(scierc.replace("\nmentions:\n", "\nmentions:\n  drop_pronouns: true\n"), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"scierc.yaml: field 'schema.entity_types.Generic.examples\[1\]': 'it' is "
                                           r"dropped by mentions.drop_pronouns"):
         load_config(path)
-    path.write_text(scierc + "mentions:\n  drop_pronons: true\n", encoding="utf-8")
+    path.write_text(scierc.replace("\nmentions:\n", "\nmentions:\n  drop_pronons: true\n"), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"field 'mentions.drop_pronons'"):
         load_config(path)
 

@@ -73,3 +73,15 @@ def test_cli_refuses_files_that_do_not_belong_together(tmp_path, capsys):
     write_records(base, [GOLD[0], rec("r2", "Al works for Acme Corp .")])  # same ids, another text
     code, out = score("--baseline", str(base))
     assert code == 1 and "record 'r2': the prediction" in out.err and "baseline" in out.err
+
+
+def test_a_baseline_bootstrap_on_too_few_records_warns_that_it_is_no_evidence(tmp_path, capsys):
+    gold, pred, base = tmp_path / "g.jsonl", tmp_path / "p.jsonl", tmp_path / "b.jsonl"
+    write_records(gold, GOLD[:1])
+    write_records(pred, GOLD[:1])
+    write_records(base, [rec(GOLD[0].id, GOLD[0].text)])  # the baseline found nothing
+    assert score_cli.main(["--gold", str(gold), "--pred", str(pred), "--baseline", str(base)]) == 0
+    captured = capsys.readouterr()
+    assert "interval +100.00 to +100.00" in captured.out
+    assert ("warning: the bootstrap has 1 record: too few for its interval to mean anything (at least 30); the "
+            "difference is no evidence either way") in captured.err

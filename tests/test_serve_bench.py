@@ -83,6 +83,16 @@ def test_failed_records_are_not_scored_the_bench_exits_1_and_a_rerun_labels_them
     assert not (tmp_path / "rows" / "direct.failures.jsonl").exists()
 
 
+def test_a_second_bench_on_one_folder_is_refused_naming_the_first(tmp_path, capsys):
+    from ie.runlock import RunLock
+
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path), "--methods", "direct",
+            "--endpoint", "http://127.0.0.1:1/v1", "--model-name", "fake"]
+    with RunLock(tmp_path):
+        assert bench.main(argv) == 2
+    assert f"{tmp_path}: another run writes here (pid " in capsys.readouterr().err
+
+
 def test_bench_refuses_abbreviated_flags(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--method", "direct"])

@@ -75,7 +75,7 @@ async def test_an_answer_cut_off_at_the_token_limit_keeps_its_items_and_is_count
     assert whole.stats.truncated_calls == 0
 
 
-async def test_invalid_answer_is_reasked_then_recorded_not_raised():
+async def test_invalid_answer_is_reasked_then_salvaged_from_its_json():
     bad = json.dumps({"entities": [["Dallas", "Loc"], ["Kennedy", "PERSON"]], "relations": []})
     ex, transport = extractor(lambda req: bad)
     inputs = [Record(id="a", text=TEXT, meta={"k": 1}), Record(id="b", text="Nothing here .")]
@@ -87,6 +87,14 @@ async def test_invalid_answer_is_reasked_then_recorded_not_raised():
     assert [(e.text, e.type) for e in recs[0].entities] == [("Dallas", "Loc")]
     assert stats.invalid == 1
     assert len(transport.requests) == 6
+
+
+async def test_an_answer_holding_no_json_fails_its_record_with_the_raw_text():
+    ex, transport = extractor(lambda req: "this is not json {")
+    (rec,) = await ex.extract_batch([TEXT])
+    assert failure_of(rec) == "no valid answer" and not rec.entities and len(transport.requests) == 3
+    error = rec.stats.error
+    assert error.startswith("invalid answer after 3 attempts") and "last answer: 'this is not json {'" in error
 
 
 async def test_transport_failure_marks_the_record_unfinished_not_empty():
@@ -266,3 +274,69 @@ def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, caps
 def test_a_concurrency_of_zero_is_refused_not_left_waiting():
     with pytest.raises(ValueError, match="concurrency: must be at least 1, got 0"):
         StudentExtractor(LLMClient([ScriptedTransport(lambda req: GOOD)]), SCHEMA, concurrency=0)
+
+
+# --- issue 33: written as it goes, cached, bounded, one writer, one line when stopped or interrupted ---
+
+def test_cli_writes_each_record_as_it_finishes_and_caches_by_default(tmp_path):
+    seen_while_running = []
+
+    def script(body):
+        if "Armonk" in body["messages"][-1]["content"]:
+            seen_while_running.append((tmp_path / "out.jsonl").read_text())
+        return VALID
+
+    with FaultServer(script) as server:
+        assert main(cli_args(tmp_path, server.url, "--concurrency", "1")) == 0
+        assert [json.loads(x)["id"] for x in seen_while_running[0].splitlines()] == ["s1"]
+        assert main(cli_args(tmp_path, server.url)) == 0
+        assert len(server.requests) == 2  # the re-run's calls came from <out>.calls.sqlite
+    assert (tmp_path / "out.calls.sqlite").exists()
+    assert [r.id for r in read_labelled(tmp_path / "out.jsonl")] == ["s1", "s2"]
+
+
+def test_a_record_budget_is_on_by_default():
+    import inspect
+
+    from serve.client import RECORD_BUDGET_S, build_parser, extract_async
+
+    assert 0 < RECORD_BUDGET_S <= 600
+    assert build_parser().get_default("timeout_record_s") == RECORD_BUDGET_S
+    assert inspect.signature(extract_async).parameters["budget_s"].default == RECORD_BUDGET_S
+    assert inspect.signature(StudentExtractor).parameters["budget_s"].default == RECORD_BUDGET_S
+
+
+def test_cli_against_a_server_that_never_answers_stops_with_one_line(tmp_path, capsys):
+    import math
+
+    with FaultServer(always(Reply(hang_s=math.inf))) as server:
+        assert main(cli_args(tmp_path, server.url, "--timeout-first-answer-s", "0.5")) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "run stopped: " in err and "answered no call within 0.5 s" in err
+    assert "2 of 2 records not labelled (2 no answer)" in err and "run again: python -m serve.client" in err
+    assert [json.loads(x)["id"] for x in (tmp_path / "out.failures.jsonl").read_text().splitlines()] == ["s1", "s2"]
+
+
+def test_cli_refuses_a_second_writer_and_says_how_to_go_on_after_ctrl_c(tmp_path, capsys, monkeypatch):
+    from ie.runlock import RunLock
+    from serve import client as client_module
+
+    out = tmp_path / "out.jsonl"
+    with RunLock(out, tmp_path / ".out.jsonl.lock"):
+        assert main(cli_args(tmp_path, "http://127.0.0.1:1/v1")) == 2
+    assert f"{out}: another run writes here (pid " in capsys.readouterr().err
+
+    async def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client_module, "extract_async", interrupted)
+    assert main(cli_args(tmp_path, "http://127.0.0.1:1/v1")) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "to go on, run again: python -m serve.client --endpoint" in err
+
+
+async def test_a_batch_item_that_is_no_text_is_refused_naming_its_position():
+    ex, transport = extractor(lambda req: GOOD)
+    with pytest.raises(TypeError, match=r"texts\[1\]: expected a text \(str\) or an ie.schema.Record, got NoneType"):
+        await ex.extract_batch(["Ann lives in Rome .", None])
+    assert not transport.requests

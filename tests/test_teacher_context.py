@@ -9,10 +9,13 @@ from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.llm.types import TransportError
+from ie.schema import Record
 from teacher.config import TeacherConfig
+from teacher.runner import label_records
 from tests.teacher_script import (
     DIXON,
     GOLD,
+    SCHEMA,
     TEACHER_STATS,
     Script,
     entities,
@@ -29,10 +32,16 @@ def test_malformed_answer_is_reasked_through_the_client():
     assert ("Ronald Reagan", "Peop") in entities(out) and out.stats.failed_calls == 0
 
 
-def test_an_answer_that_never_validates_is_counted_not_raised():
+def test_an_answer_that_never_validates_fails_its_record_with_the_raw_text():
+    from ie.failures import Failure
+
     script = Script({("MentionList", "Peop"): "Ronald Reagan is a person."})
-    out = label(script, DIXON, method="type-agents", parse_retries=0)
-    assert out.stats.failed_calls == 1 and out.confidence < 0.5
+    client = LLMClient([script.transport])
+    [out] = asyncio.run(label_records([Record(id="r", text=DIXON)], "type-agents", SCHEMA, client,
+                                      TeacherConfig(method="type-agents", parse_retries=0)))
+    failure = Failure.of(out)
+    assert failure.reason == "no valid answer" and "last answer: 'Ronald Reagan is a person.'" in failure.error
+    assert out.stats.failed_calls == 1 and not out.entities
 
 
 def test_a_record_makes_no_call_after_one_got_no_answer():

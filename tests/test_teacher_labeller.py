@@ -50,10 +50,30 @@ def test_teacher_run_the_bench_and_the_api_build_the_same_client(tmp_path, built
     (endpoints, settings), *others = built
     assert len(others) == 2 and all(o == (endpoints, settings) for o in others)
     assert endpoints[0].url == URL and endpoints[0].timeouts == TeacherConfig().timeouts()
+    assert endpoints[0].timeouts.first_answer_s == TeacherConfig().timeout_first_answer_s  # the run's bound too
     assert settings == {"concurrency": 3, "max_parse_retries": TeacherConfig().parse_retries,
-                        "max_retries": TeacherConfig().retries}
+                        "max_retries": TeacherConfig().retries, "served_as": None}  # a fresh run folder's
 
 
 def test_an_endpoint_is_served_as_given_with_its_structured_output_mode():
     with serving(TeacherConfig(endpoint=URL, model_name="m", structured_output="llguidance")) as ep:
         assert (ep.url, ep.model, ep.structured_output) == (URL, "m", "llguidance")
+
+
+def test_a_resumed_run_asks_through_the_factory_for_the_model_its_labels_came_from(tmp_path, built):
+    """`teacher run` keeps the model name the endpoint answered as (config.json `served_model`); a resumed run's
+    client, built by `teacher.labeller`, is told it (`served_as`) so another model stops the run."""
+    import json
+
+    write_records(tmp_path / "in.jsonl", [Record(id="a", text="Bo runs .")])
+    cfg = TeacherConfig(config="conll04", input=str(tmp_path / "in.jsonl"), method="direct", endpoint=URL,
+                        model_name="m", out=str(tmp_path / "run"), progress=False)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "predictions.jsonl").write_text("")
+    with pytest.raises(Built):
+        run(cfg)
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    (tmp_path / "run" / "config.json").write_text(json.dumps({**saved, "served_model": "m-served"}))
+    with pytest.raises(Built):
+        run(cfg)
+    assert [settings["served_as"] for _, settings in built] == [None, "m-served"]

@@ -10,7 +10,7 @@ from fault_server import FaultServer, Reply, always, closed_port
 
 from ie.config import resolve_config_path
 from ie.logs import setup_logging
-from ie.schema import read_records, write_records
+from ie.schema import Record, append_record, read_records, write_records
 from teacher.__main__ import main
 from tests.teacher_script import GOLD
 
@@ -168,3 +168,126 @@ def test_teacher_cli_on_the_embedded_server_ends_with_the_summary(tmp_path, caps
     assert lines[3:] == [f"  report: {out / 'report.md'}", f"  predictions: {out / 'predictions.jsonl'}"]
     assert "{" not in (out / "report.md").read_text()
     assert not [r for r in caplog.records if "HTTP Request" in r.getMessage()]
+
+
+# --- issue 33: one writer per folder, runs that stop, a changed model, a full disk, Ctrl-C ---
+
+def error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+def test_a_second_run_on_a_folder_is_refused_naming_the_first_and_a_dead_ones_lock_is_taken_over(tmp_path, capsys,
+                                                                                                    caplog):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from ie.runlock import RunLock\n"
+                               f"with RunLock({str(out)!r}):\n    print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with FaultServer(always(DIRECT_OK)) as server:
+            assert main(cli_args(tmp_path, server.url)) == 2
+            assert not server.requests
+        err = capsys.readouterr().err
+        assert f"another run writes here (pid {holder.pid} on " in err and "started 20" in err
+    finally:
+        holder.kill()  # kill -9: its lock file still names it
+        holder.wait()
+    with FaultServer(always(DIRECT_OK)) as server:
+        assert main(cli_args(tmp_path, server.url)) == 0
+    assert f"took over the lock of pid {holder.pid}" in caplog.text
+    assert len(read_records(out / "predictions.jsonl")) == 3 and (out / ".lock").read_text() == ""
+
+
+def test_a_run_whose_answers_never_validate_stops_with_one_line_and_a_fixed_server_labels_all(tmp_path, capsys):
+    records = [Record(id=str(i), text=f"Dole met Reagan in Rome {i} .") for i in range(10)]
+    args = cli_args(tmp_path, "", "--parse-retries", "0", "--concurrency", "1", records=records)
+    with FaultServer(always(Reply("this is not json {"))) as server:
+        args[args.index("--endpoint") + 1] = server.url
+        assert main(args) == 1
+        assert len(server.requests) == 8  # stopped: records 9 and 10 were never sent
+        [line] = error_lines(capsys.readouterr().err)
+        assert line.startswith("error: run stopped: 8 of 8 answers were no JSON at all (last: "
+                               "'this is not json {'): the endpoint likely ignores response_format; try "
+                               "--structured-output llguidance")
+        assert "10 of 10 records not labelled (10 no valid answer)" in line and "run again: python -m teacher" in line
+        failures = (tmp_path / "out" / "failures.jsonl").read_text().splitlines()
+        assert len(failures) == 10
+        server.script = always(DIRECT_OK)  # fixed: the same command labels every record
+        assert main(args) == 0
+    assert len(read_records(tmp_path / "out" / "predictions.jsonl")) == 10
+
+
+def test_a_server_that_never_answers_fails_the_run_quickly(tmp_path, capsys):
+    import math
+    import time
+
+    with FaultServer(always(Reply(hang_s=math.inf))) as server:
+        started = time.perf_counter()
+        assert main(cli_args(tmp_path, server.url, "--timeout-first-answer-s", "1")) == 1
+        assert time.perf_counter() - started < 10
+    [line] = error_lines(capsys.readouterr().err)
+    assert "answered no call within 1 s" in line and "3 of 3 records not labelled (3 no answer)" in line
+
+
+def test_a_resumed_run_refuses_an_endpoint_now_serving_another_model(tmp_path, capsys):
+    with FaultServer(always(Reply(DIRECT_OK.content, model="served-7b"))) as server:
+        assert main(cli_args(tmp_path, server.url, "--limit", "2")) == 0
+        assert json.loads((tmp_path / "out" / "config.json").read_text())["served_model"] == "served-7b"
+        assert "Model: served-7b (asked for m; the endpoint answered as served-7b)." in (
+            tmp_path / "out" / "report.md").read_text()
+        server.script = always(Reply(DIRECT_OK.content, model="served-1b"))  # swapped behind the same name
+        assert main(cli_args(tmp_path, server.url)) == 1
+    [line] = error_lines(capsys.readouterr().err)
+    assert "answers as model 'served-1b', but this folder's labels came from 'served-7b'" in line
+    assert len(read_records(tmp_path / "out" / "predictions.jsonl")) == 2
+
+
+def test_a_full_disk_ends_the_run_with_one_line_the_failures_and_the_resume_command(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from ie import failures as failures_module
+
+    writes = []
+
+    def fill_up(path, record):
+        if writes:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        writes.append(record.id)
+        append_record(path, record)
+
+    monkeypatch.setattr(failures_module, "append_record", fill_up)
+    with FaultServer(always(DIRECT_OK)) as server:
+        args = cli_args(tmp_path, server.url, "--concurrency", "1")
+        assert main(args) == 1
+    [line] = error_lines(capsys.readouterr().err)
+    assert line.startswith("error: run stopped: the disk is full:") and "No space left on device" in line
+    assert "2 of 3 records not labelled (2 disk full)" in line and "run again: python -m teacher run" in line
+    failures = [json.loads(x) for x in (tmp_path / "out" / "failures.jsonl").read_text().splitlines()]
+    assert [f["id"] for f in failures] == ["b", "c"]
+    assert [r.id for r in read_records(tmp_path / "out" / "predictions.jsonl")] == ["a"]
+
+
+def test_ctrl_c_prints_one_line_with_the_resume_command(tmp_path, capsys, monkeypatch):
+    from teacher import runner
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run", interrupted)
+    assert main(cli_args(tmp_path, "http://127.0.0.1:1/v1")) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "to resume, run again: python -m teacher run --config conll04" in err
+
+
+def test_a_damaged_call_cache_is_set_aside_and_the_run_goes_on(tmp_path, capsys, caplog):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "calls.sqlite").write_bytes(b"not a database at all" * 100)
+    with FaultServer(always(DIRECT_OK)) as server:
+        assert main(cli_args(tmp_path, server.url)) == 0
+    assert len(list(out.glob("calls.sqlite.damaged-*"))) == 1
+    assert [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()][0].count("\n") == 0
+    assert len(read_records(out / "predictions.jsonl")) == 3

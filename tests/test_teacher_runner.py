@@ -65,7 +65,7 @@ def test_resuming_with_settings_that_change_labels_is_refused(tmp_path):
     cfg, transport = setup(tmp_path)
     run(cfg, client(transport, cfg.out_dir))
     cfg2, _ = setup(tmp_path, seed=7, limit=2)
-    with pytest.raises(ConfigError, match="seed=0, not 7"):
+    with pytest.raises(ConfigError, match=r"other settings \(seed: was '0', now '7'\).*use another --out, or delete"):
         run(cfg2, client(transport, cfg.out_dir))
 
 
@@ -83,17 +83,18 @@ def test_only_the_failed_records_are_retried(tmp_path):
     assert sorted(r.id for r in read_labelled(cfg.out_dir / "predictions.jsonl")) == ["a", "b", "c"]
 
 
-def test_an_answer_that_never_validates_is_a_final_recorded_outcome(tmp_path):
+def test_an_answer_that_never_validates_fails_its_record_and_a_fixed_server_labels_it(tmp_path):
     cfg, _ = setup(tmp_path)
     bad = ScriptedTransport(lambda r: "no JSON today")
-    run(cfg, client(bad, cfg.out_dir))  # two re-asks each
-    preds = read_labelled(cfg.out_dir / "predictions.jsonl")
-    assert len(preds) == 3 and len(bad.requests) == 9
-    for p in preds:
-        assert p.entities == [] and p.stats.failed_calls == 1 and "failed" not in p.stats
-        assert "invalid answer after 3 attempts" in p.debate.calls[0].error
-    run(cfg, client(bad, cfg.out_dir))
-    assert len(bad.requests) == 9  # finished: not asked again
+    with pytest.raises(IncompleteRun, match=r"3 of 3 records failed \(3 no valid answer"):
+        run(cfg, client(bad, cfg.out_dir))  # two re-asks each
+    assert len(bad.requests) == 9 and not (cfg.out_dir / "predictions.jsonl").exists()
+    failures = [json.loads(line) for line in (cfg.out_dir / "failures.jsonl").read_text().splitlines()]
+    assert [f["reason"] for f in failures] == ["no valid answer"] * 3
+    assert all("last answer: 'no JSON today'" in f["error"] for f in failures)
+    fixed = ScriptedTransport(direct_answer)
+    run(cfg, client(fixed, cfg.out_dir))
+    assert len(fixed.requests) == 3 and len(read_labelled(cfg.out_dir / "predictions.jsonl")) == 3
 
 
 def test_a_record_past_its_time_budget_fails_with_that_reason(tmp_path):
@@ -160,7 +161,42 @@ def test_resuming_after_the_mention_rules_changed_is_refused(tmp_path):
     run(cfg, client(transport, cfg.out_dir))
     assert json.loads((cfg.out_dir / "config.json").read_text())["mentions"]["max_words"] == 5
     config.write_text(config.read_text().replace("  max_words: 5", "  max_words: 6"))
-    with pytest.raises(ConfigError, match="holds a run with mentions="):
+    with pytest.raises(ConfigError, match="mentions.max_words: was '5', now '6'"):
+        run(cfg, client(transport, cfg.out_dir))
+
+
+@pytest.mark.parametrize(("edit", "change"), [
+    (lambda text: text.replace('      examples: ["1983", "Americans"]\n', "", 1),
+     "schema.entity_types.Other.examples: was"),
+    (lambda text: text.replace('description: "a person:', 'description: "a human:', 1),
+     "schema.entity_types.Peop.description: was 'a person:"),
+])
+def test_resume_sees_the_schemas_content_not_the_config_path(tmp_path, edit, change):
+    from ie.config import resolve_config_path
+
+    config = tmp_path / "c.yaml"
+    config.write_text(resolve_config_path("conll04").read_text())
+    cfg, transport = setup(tmp_path, config=str(config))
+    run(cfg, client(transport, cfg.out_dir))
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(config.read_text())
+    cfg_moved, _ = setup(tmp_path, config=str(moved))
+    run(cfg_moved, client(transport, cfg.out_dir))  # the same content at another path: resumed, no call
+    assert len(transport.requests) == 3
+    moved.write_text(edit(moved.read_text()))
+    assert moved.read_text() != config.read_text()
+    with pytest.raises(ConfigError, match=change):
+        run(cfg_moved, client(transport, cfg.out_dir))
+    assert len(transport.requests) == 3 and len(read_labelled(cfg.out_dir / "predictions.jsonl")) == 3
+
+
+def test_resume_sees_an_edited_prompt_template(tmp_path, monkeypatch):
+    from teacher import runner
+
+    cfg, transport = setup(tmp_path)
+    run(cfg, client(transport, cfg.out_dir))
+    monkeypatch.setattr(runner, "prompts_digest", lambda: "edited")
+    with pytest.raises(ConfigError, match="prompts: was '[0-9a-f]{16}', now 'edited'"):
         run(cfg, client(transport, cfg.out_dir))
 
 
@@ -185,3 +221,15 @@ def test_unanswered_calls_leave_records_unfinished_and_a_rerun_labels_them(endpo
     preds = read_labelled(out / "predictions.jsonl")
     assert len(preds) == 2 and all(p.stats.calls == 1 for p in preds)  # direct, no re-asks
     assert not (out / "failures.jsonl").exists()
+
+
+def test_a_folder_labelled_before_the_schema_was_recorded_resumes_saying_so(tmp_path, caplog):
+    cfg, transport = setup(tmp_path)
+    run(cfg, client(transport, cfg.out_dir))
+    saved = json.loads((cfg.out_dir / "config.json").read_text())
+    del saved["schema"], saved["prompts"]  # as an older version wrote it
+    (cfg.out_dir / "config.json").write_text(json.dumps(saved))
+    run(cfg, client(transport, cfg.out_dir))
+    assert len(transport.requests) == 3
+    assert "did not record prompts; resumed as if it were the same" in caplog.text
+    assert "did not record schema" in caplog.text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ie.datasets.source import Where
 from ie.datasets.tokens import TokenSpan, token_record
-from ie.schema import Record
+from ie.schema import Record, iter_text_lines
 
 DOCSTART = "-DOCSTART-"
 
@@ -27,20 +27,19 @@ def load(path: str | Path, id_prefix: str) -> list[Record]:
             tokens.clear()
             tags.clear()
 
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            columns = line.split()
-            if not columns:
-                flush()
-            elif columns[0] == DOCSTART:
-                flush()
-                doc += 1
-            elif len(columns) < 2:
-                Where(path, lineno).fail("NER", f"expected 'TOKEN ... TAG' columns, got {line.strip()!r}")
-            else:
-                first_line = first_line if tokens else lineno
-                tokens.append(columns[0])
-                tags.append(columns[-1])
+    for lineno, line in iter_text_lines(path):
+        columns = line.split()
+        if not columns:
+            flush()
+        elif columns[0] == DOCSTART:
+            flush()
+            doc += 1
+        elif len(columns) < 2:
+            Where(path, lineno).fail("NER", f"expected 'TOKEN ... TAG' columns, got {line.strip()!r}")
+        else:
+            first_line = first_line if tokens else lineno
+            tokens.append(columns[0])
+            tags.append(columns[-1])
     flush()
     return records
 

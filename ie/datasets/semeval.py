@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ie.datasets.source import Where
-from ie.schema import Record, parse_record
+from ie.schema import Record, iter_text_lines, parse_record
 
 ENTITY_TYPE = "Nominal"
 OTHER = "Other"
@@ -26,14 +26,13 @@ def load(path: str | Path, id_prefix: str) -> list[Record]:
 def _blocks(path: Path) -> list[tuple[int, list[str]]]:
     blocks: list[tuple[int, list[str]]] = []
     current: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                if not current:
-                    blocks.append((lineno, current))
-                current.append(line.rstrip("\r\n"))
-            else:
-                current = []
+    for lineno, line in iter_text_lines(path):
+        if line.strip():
+            if not current:
+                blocks.append((lineno, current))
+            current.append(line.rstrip("\r\n"))
+        else:
+            current = []
     return blocks
 
 

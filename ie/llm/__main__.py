@@ -81,12 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.model_name and not args.endpoint:
         build_parser().error("--model-name goes with --endpoint; use --model for the embedded server")
     from ie.llm.local import ModelError
-    from ie.llm.types import TransportError
+    from ie.llm.types import RunStopped, TransportError
 
     try:
         return check(args)
     except TransportError as exc:
         print(f"error: no answer ({exc.reason}): {exc}", file=sys.stderr)
+        return 1
+    except RunStopped as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     except (ModelError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

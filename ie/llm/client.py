@@ -3,9 +3,14 @@
 `structured()` asks for JSON matching a pydantic model (`response_format` json_schema), validates the answer,
 keeps the complete items of one cut off at `max_tokens` (`ie.llm.truncated`), otherwise re-asks with the
 validation error a bounded number of times, and returns a `Completion` either way. A call that got no answer
-raises `TransportError`: refused connections, 429 and 5xx are first retried with backoff, moving to the next
-endpoint when several are given; a 4xx, a context overflow or a read timeout is not re-sent. Every call goes
-through the sqlite call cache when one is configured; only answers that validated are kept there.
+raises `TransportError`: refused connections, 429 and 5xx are first retried with backoff (or after the server's
+`Retry-After`, up to `MAX_RETRY_AFTER_S`), moving to the next endpoint when several are given; a 4xx, a context
+overflow, a body that is no chat completion or a call past its deadline is not re-sent. Every call goes through
+the sqlite call cache when one is configured; only answers that validated are kept there.
+
+A client stops its run (`RunStopped`) when re-asking cannot help: the endpoint answered no call within
+`Timeouts.first_answer_s`, most answers never validated (it ignores the structured-output request), or it
+answers as another model than the one its earlier answers in this folder came from (`served_as`).
 """
 from __future__ import annotations
 
@@ -13,10 +18,11 @@ import asyncio
 import functools
 import itertools
 import json
+import logging
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -26,9 +32,23 @@ from pydantic import BaseModel, ValidationError
 from ie.llm.cache import CallCache, cache_key
 from ie.llm.choice import TOP_LOGPROBS, ChoiceScores, option_scores
 from ie.llm.truncated import salvage_candidates
-from ie.llm.types import ChatRequest, ChatResponse, Choice, Completion, SamplingParams, Transport, TransportError, Usage
+from ie.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    Choice,
+    Completion,
+    RunStopped,
+    SamplingParams,
+    Transport,
+    TransportError,
+    Usage,
+)
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger(__name__)
+MAX_RETRY_AFTER_S = 60.0  # the longest Retry-After honoured; a longer one is waited this long
+# A run stops when, after at least this many final answers, more than half were no JSON at all.
+INVALID_STOP_AFTER = 8
 
 INVALID_ANSWER_FEEDBACK = (
     "Your previous answer was not valid JSON for the required schema: {error}\n"
@@ -50,12 +70,17 @@ class Timeouts:
     Requests are not streamed: every OpenAI-compatible server reports usage, cached prefix tokens and logprobs
     in one final body alike. So the read timeout is what the request asks for: a fixed allowance for the queue
     and the prompt, plus `max_tokens` at a generation speed floor; a slow but healthy server stays within it,
-    and a hung one is given up after that bound, not re-sent (it would cost the same bound again).
+    and a hung one is given up after that bound, not re-sent (it would cost the same bound again). The bound is
+    a wall-clock deadline from sending to the last byte (`deadline_s`): a server trickling bytes cannot stretch
+    it. Until the endpoint has answered some call, `first_answer_s` bounds every call instead: a server that
+    accepts and never answers stops the run then, not after minutes.
     """
     connect_s: float = _opt(5.0, "seconds to open a connection to the endpoint")
     first_token_s: float = _opt(60.0, "seconds allowed for queueing and reading the prompt, before any token")
     min_tokens_per_s: float = _opt(1.0, "slowest generation speed waited for (a loaded CPU server): a call's "
                                    "read timeout is the first-token allowance + max_tokens / this")
+    first_answer_s: float = _opt(30.0, "seconds to wait for the endpoint's first answer of a run: when no call "
+                                 "has been answered by then, the run stops (a server that never answers)")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -64,6 +89,10 @@ class Timeouts:
 
     def read_s(self, max_tokens: int) -> float:
         return self.first_token_s + max_tokens / self.min_tokens_per_s
+
+    def deadline_s(self, max_tokens: int) -> float:
+        """The whole call's wall-clock bound, connecting included."""
+        return self.connect_s + self.read_s(max_tokens)
 
     @classmethod
     def help(cls, name: str) -> str:
@@ -120,13 +149,32 @@ class OpenAITransport:
         if "grammar" in body:  # not an OpenAI parameter: the SDK passes it through extra_body
             extra["grammar"] = body.pop("grammar")
         t = self.endpoint.timeouts
-        read_s = t.read_s(request.params.max_tokens)
+        read_s, deadline_s = t.read_s(request.params.max_tokens), t.deadline_s(request.params.max_tokens)
         try:
-            resp = await self._sdk.chat.completions.create(
-                **body, extra_body=extra or None, timeout=openai.Timeout(read_s, connect=t.connect_s))
+            resp = await asyncio.wait_for(self._sdk.chat.completions.create(
+                **body, extra_body=extra or None, timeout=openai.Timeout(read_s, connect=t.connect_s)), deadline_s)
+        except asyncio.TimeoutError:
+            raise TransportError(f"no whole answer within {deadline_s:g} s (the call's deadline for this "
+                                 "max_tokens)", retryable=False, reason="read timeout") from None
         except openai.APIError as exc:
             raise self._error(exc, read_s) from None
-        return _from_sdk(resp)
+        return self._response(resp)
+
+    def _response(self, resp: Any) -> ChatResponse:
+        """The SDK's answer as a ChatResponse, its texts stripped of the key's value; a body that is no chat
+        completion (an HTML page, `{}`, no choices) is a TransportError saying so."""
+        if isinstance(resp, str):  # the SDK's reading of a body that is no JSON (an HTML error page)
+            raise TransportError(f"the endpoint's answer is no JSON chat completion: {redact(resp, self._key)[:80]!r}",
+                                 retryable=False, reason="bad response")
+        try:
+            out = _from_sdk(resp)
+        except (AttributeError, TypeError, ValueError) as exc:
+            detail = redact(str(exc), self._key)[:200]
+            raise TransportError(f"the endpoint's answer is no chat completion ({type(exc).__name__}: {detail})",
+                                 retryable=False, reason="bad response") from None
+        if not out.choices:
+            raise TransportError("the endpoint's answer holds no choices", retryable=False, reason="bad response")
+        return replace(out, choices=[replace(c, text=redact(c.text, self._key)) for c in out.choices])
 
     def _error(self, exc: Exception, read_s: float) -> TransportError:
         """The SDK's exception as a TransportError whose text holds no key."""
@@ -146,11 +194,29 @@ class OpenAITransport:
             return TransportError(f"{type(exc).__name__}: {message}", retryable=False, reason="bad response")
         if status == 400 and "context" in message.lower():
             return TransportError(f"HTTP 400: {message}", False, status, reason="context overflow")
+        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
         return TransportError(f"HTTP {status}: {message}", status == 429 or status >= 500, status,
-                              reason="HTTP 5xx" if status >= 500 else f"HTTP {status}")
+                              reason="HTTP 5xx" if status >= 500 else f"HTTP {status}",
+                              retry_after_s=retry_after_s(headers.get("retry-after")))
 
     async def aclose(self) -> None:
         await self._sdk.close()
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """A Retry-After header's wait in seconds (a number of seconds or an HTTP date), None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError):
+        return None
 
 
 def _from_sdk(resp: Any) -> ChatResponse:
@@ -293,7 +359,11 @@ class LLMClient:
         backoff_s: float = 1.0,
         model: str | None = None,
         structured_output: str = "json_schema",
+        first_answer_s: float | None = None,
+        served_as: str | None = None,
     ):
+        """`first_answer_s`: see `Timeouts.first_answer_s` (None: no such bound). `served_as`: the model name the
+        endpoint answered as when this run's earlier answers were made; answering as another stops the run."""
         if not transports:
             raise ValueError("LLMClient needs at least one endpoint")
         self.transports = list(transports)
@@ -307,6 +377,10 @@ class LLMClient:
         self.structured_output = structured_output
         self.usage = Usage()
         self.failures = 0
+        self.first_answer_s, self.served_as = first_answer_s, served_as
+        self.served_model: str | None = None  # the model name the endpoint's first fresh answer gave
+        self.answers = self.not_json = 0  # final answers of `structured`, and those that were no JSON at all
+        self._answered = False  # some call got an answer (the endpoint is alive)
         self._semaphore = asyncio.Semaphore(concurrency)
         self._next = itertools.cycle(range(len(self.transports)))
 
@@ -319,6 +393,7 @@ class LLMClient:
         modes = {e.structured_output for e in endpoints}
         if len(modes) > 1:
             raise ValueError(f"endpoints mix structured outputs {sorted(modes)}: one request must suit them all")
+        kwargs.setdefault("first_answer_s", min(e.timeouts.first_answer_s for e in endpoints))
         return cls([OpenAITransport(e) for e in endpoints], cache=cache, model=model, structured_output=modes.pop(),
                    **kwargs)
 
@@ -386,11 +461,32 @@ class LLMClient:
                 ]
                 continue
             elapsed = latency if all_cached else time.perf_counter() - started
+            self.answers += 1
             return Completion(value, raw, None, usage, attempt, all_cached, elapsed,
                               _mean(choice.token_logprobs), model=self.model, truncated=truncated)
         self.failures += 1
+        self.answers += 1
+        self._stop_if_mostly_not_json(raw)
         return Completion(None, raw, f"invalid answer after {attempt} attempts: {error}", usage, attempt,
                           all_cached, time.perf_counter() - started, model=self.model)
+
+    def _stop_if_mostly_not_json(self, raw: str) -> None:
+        """Count an answer that never validated and is no JSON at all (prose, not an answer off the schema, such
+        as a list past a cap `response_format` does not carry); stop the run when most answers so far were such:
+        the endpoint ignores what it is asked for (invalid answers are never cached: a fixed one is asked again)."""
+        try:
+            json.loads(raw)
+            return
+        except ValueError:
+            self.not_json += 1
+        if self.answers < INVALID_STOP_AFTER or 2 * self.not_json <= self.answers:
+            return
+        ignored, fix = (("the llguidance `grammar` field", "--structured-output json_schema")
+                        if self.structured_output == "llguidance" else
+                        ("response_format", "--structured-output llguidance (a llama.cpp server), or a model and "
+                         "server that follow JSON schemas"))
+        raise RunStopped(f"{self.not_json} of {self.answers} answers were no JSON at all (last: {raw[:80]!r}): the "
+                         f"endpoint likely ignores {ignored}; try {fix}", "no valid answer")
 
     async def _call(self, request: ChatRequest, index: int, use_cache: bool, valid: Callable[[ChatResponse], bool]
                     ) -> tuple[ChatResponse, bool, float]:
@@ -407,21 +503,64 @@ class LLMClient:
         return resp, False, latency
 
     async def _send(self, request: ChatRequest) -> tuple[ChatResponse, float]:
-        """The endpoints' answer; retryable failures are re-sent with backoff (none after the last try)."""
+        """The endpoints' answer; retryable failures are re-sent after the server's Retry-After (at most
+        `MAX_RETRY_AFTER_S`) or with backoff (none after the last try)."""
         for attempt in range(self.max_retries + 1):
             transport = self.transports[next(self._next)]
             async with self._semaphore:
                 t0 = time.perf_counter()
                 try:
-                    return await transport(request), time.perf_counter() - t0
+                    resp = await self._alive(transport(request), transport)
+                    self._note_model(resp, transport)
+                    return resp, time.perf_counter() - t0
                 except TransportError as exc:
                     last = exc
             if not last.retryable or attempt == self.max_retries:
                 break
-            await asyncio.sleep(self.backoff_s * (2**attempt) * (0.5 + random.random()))
+            wait = self.backoff_s * (2**attempt) * (0.5 + random.random())
+            if last.retry_after_s is not None:
+                wait = min(max(last.retry_after_s, wait), MAX_RETRY_AFTER_S)
+            await asyncio.sleep(wait)
         if attempt:
             raise TransportError(f"{last} (after {attempt + 1} tries)", last.retryable, last.status, last.reason)
         raise last
+
+    async def _alive(self, call: Awaitable[ChatResponse], transport: Transport) -> ChatResponse:
+        """`call`'s answer; until the endpoint has answered some call, the run stops when none came back within
+        `first_answer_s` (a call still waiting when another is answered waits on, within its own deadline)."""
+        if self._answered or self.first_answer_s is None:
+            return await call
+        task = asyncio.ensure_future(call)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self.first_answer_s)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done and not self._answered:
+            task.cancel()
+            raise RunStopped(f"{transport.name.split('#')[0]} answered no call within {self.first_answer_s:g} s "
+                             "(--timeout-first-answer-s): is the server up, and serving this model?", "no answer")
+        try:
+            return await task
+        except TransportError as exc:
+            self._answered |= exc.status is not None or exc.reason == "bad response"  # the server answered
+            raise
+
+    def _note_model(self, resp: ChatResponse, transport: Transport) -> None:
+        """Remember the model name the endpoint answers as; another name than asked for is said once, and one
+        other than this folder's earlier answers came from (`served_as`) stops the run."""
+        self._answered = True
+        asked = getattr(getattr(transport, "endpoint", None), "model", None)
+        if not resp.model or asked is None or self.served_model is not None:
+            return
+        self.served_model = resp.model
+        if self.served_as is not None and resp.model != self.served_as:
+            raise RunStopped(f"the endpoint answers as model {resp.model!r}, but this folder's labels came from "
+                             f"{self.served_as!r}: use another --out, or delete its predictions.jsonl to label "
+                             "every record again with this model", "model changed")
+        if resp.model != asked:
+            log.warning("the endpoint answers as model %r, not the %r asked for; runs record %r", resp.model, asked,
+                        resp.model)
 
     async def aclose(self) -> None:
         for t in self.transports:

@@ -128,8 +128,28 @@ class TransportError(RuntimeError):
     """No answer came back. `retryable`: worth sending again (refused connection, 429, 5xx); `reason`: the short
     cause a run's summary counts ("connection error", "HTTP 401", "read timeout", "context overflow", ...)."""
 
-    def __init__(self, message: str, retryable: bool = True, status: int | None = None, reason: str | None = None):
+    def __init__(self, message: str, retryable: bool = True, status: int | None = None, reason: str | None = None,
+                 retry_after_s: float | None = None):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.reason = reason or (f"HTTP {status}" if status else "transport error")
+        self.retry_after_s = retry_after_s  # the server's Retry-After, in seconds
+
+
+class NoValidAnswer(TransportError):
+    """An answer came back, but none that validated after the re-asks: the record cannot finish, as with no
+    answer; the message holds the validation error and the last raw answer."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=False, reason="no valid answer")
+
+
+class RunStopped(RuntimeError):
+    """Every later call or record would fail the same way (an endpoint that answers nothing or nothing valid, a
+    full disk, another model behind the endpoint): the run stops at once. `reason` is the short cause a failures
+    file holds; the message is the one line to show, naming the likely cause and the fix."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
