@@ -73,7 +73,7 @@ def test_type_words_default_to_the_words_of_the_type_name():
     (lambda t: t.replace("    Other:\n", "    org:\n      description: an org\n    Other:\n", 1),
      "field 'schema.entity_types': type names 'Org' and 'org' differ only in case"),
     (lambda t: t.replace("    Loc:\n", "    Peop:\n", 1),
-     r"c.yaml:17: invalid YAML: key 'Peop' given twice in one mapping \(the last would win silently\)"),
+     r"c.yaml:14: invalid YAML: key 'Peop' given twice in one mapping \(the last would win silently\)"),
     (lambda t: t.replace('statement: "{head} lives in {tail}"', 'statement: "{head} paid {USD} to {tail}"'),
      r"field 'schema.relation_types.Live_In.statement': '\{head\} paid \{USD\} to \{tail\}': unknown field \{USD\}"),
     (lambda t: t.replace('statement: "{head} lives in {tail}"', 'statement: "{head} lives in {tail"'),
