@@ -32,12 +32,14 @@ def serving(cfg: TeacherConfig, threads: int | None = None) -> contextlib.Abstra
 
 def client_for(ep: Endpoint, cfg: TeacherConfig, cache_path: Path | None = None,
                served_as: str | None = None) -> LLMClient:
-    """The client of `ep` with `cfg`'s timeouts (the per-call deadline and `first_answer_s` among them),
-    concurrency, re-asks and retries; calls cached at `cache_path`; `served_as`: the model name a run folder's
-    labels came from (see `LLMClient`)."""
+    """The client of `ep` with `cfg`'s timeouts, concurrency, re-asks and retries; calls cached at `cache_path`;
+    `served_as`: the model name a run folder's labels came from (see `LLMClient`). `first_answer_s` bounds the
+    first answer of a given endpoint only: the embedded server is up once started, and its first answer may
+    honestly take longer on a loaded CPU (every call keeps its own deadline)."""
+    embedded = {} if cfg.endpoint else {"first_answer_s": None}
     return LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())], cache_path=cache_path,
                                     concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
-                                    max_retries=cfg.retries, served_as=served_as)
+                                    max_retries=cfg.retries, served_as=served_as, **embedded)
 
 
 @contextlib.asynccontextmanager

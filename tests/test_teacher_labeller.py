@@ -55,6 +55,15 @@ def test_teacher_run_the_bench_and_the_api_build_the_same_client(tmp_path, built
                         "max_retries": TeacherConfig().retries, "served_as": None}  # a fresh run folder's
 
 
+def test_the_first_answer_bound_holds_for_a_given_endpoint_not_the_embedded_server():
+    from ie.llm.client import Endpoint
+    from teacher.labeller import client_for
+
+    ep = Endpoint(URL, "m")
+    assert client_for(ep, TeacherConfig(endpoint=URL, model_name="m", timeout_first_answer_s=7)).first_answer_s == 7
+    assert client_for(ep, TeacherConfig(timeout_first_answer_s=7)).first_answer_s is None
+
+
 def test_an_endpoint_is_served_as_given_with_its_structured_output_mode():
     with serving(TeacherConfig(endpoint=URL, model_name="m", structured_output="llguidance")) as ep:
         assert (ep.url, ep.model, ep.structured_output) == (URL, "m", "llguidance")
