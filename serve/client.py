@@ -197,12 +197,26 @@ def main(argv: Sequence[str] | None = None) -> int:
            "records": len(out), "failed": len(failures), "totals": totals,
            "wall_s": round(time.perf_counter() - started, 3)}
     args.out.with_suffix(".run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    write_viewer(args.out.with_suffix(".html"), out, gold, dataset, args.model)
     print(summary(len(labelled), out, gold, dataset, args.out, len(failures)))
     if failures:
         incomplete = IncompleteRun(failures, len(labelled), args.out.with_suffix(".failures.jsonl"))
         print(f"error: {incomplete.summary('python -m serve.client ' + shlex.join(argv))}", file=sys.stderr)
         return 1
     return 0
+
+
+def write_viewer(path: Path, out: Sequence[Record], gold: Sequence[Record], dataset: DatasetConfig, model: str
+                 ) -> Path:
+    """The run's page (`ie.viewer`) beside its records: what the student found, against the input's own labels
+    when it has any."""
+    from ie.view import run_view
+    from ie.viewer import write_page
+
+    has_gold = any(r.entities or r.relations for r in gold)
+    view = run_view(f"Student run: {model}", [f"{len(out)} records of {dataset.name}, labelled by {model}."],
+                    {"student": out}, gold if has_gold else None, dataset.task_schema, score_options(dataset))
+    return write_page(path, view)
 
 
 def summary(total: int, out: Sequence[Record], gold: Sequence[Record], dataset: DatasetConfig, path: Path,
@@ -217,7 +231,8 @@ def summary(total: int, out: Sequence[Record], gold: Sequence[Record], dataset: 
         metrics = evaluate([g for g in gold if g.id in done], list(out), schema=dataset.task_schema,
                            **score_options(dataset).model_dump())
     return RunSummary.of("student", total, out, failed, metrics,
-                         {"records": path, "run": path.with_suffix(".run.json")}).text()
+                         {"records": path, "run": path.with_suffix(".run.json"),
+                          "viewer": path.with_suffix(".html")}).text()
 
 
 if __name__ == "__main__":

@@ -215,10 +215,11 @@ def _label_todo(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: Teac
 
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
-    """Label the configured records into `cfg.out_dir`; write metrics and a report when gold exists.
+    """Label the configured records into `cfg.out_dir`; write the viewer (report.html, `ie.viewer`) of what
+    finished, and metrics and a report when gold exists.
     `client`: an LLM client to use instead of `cfg`'s endpoint (tests, benches); its cache is its own.
     Raises `IncompleteRun` (after writing what finished) when records failed: a re-run retries them."""
-    from teacher.report import write_report
+    from teacher.report import write_report, write_viewer
 
     cfg.check_source()
     records, dataset = load_records(cfg, resolve_config_path(cfg.config))
@@ -231,10 +232,12 @@ def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
     labelled = _label_todo(out, todo, dataset, cfg, client) if todo else []
     failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
     write_failures(out / FAILURES, failures)
+    predictions = finished(out / PREDICTIONS, records)
+    write_viewer(out, records, predictions, dataset, cfg)
     if failures:
         for name in ("metrics.json", "report.md"):  # an earlier run's: not the scores of these records
             (out / name).unlink(missing_ok=True)
         raise IncompleteRun(failures, len(records), out / FAILURES)
     if any(r.entities or r.relations for r in records):
-        write_report(out, records, finished(out / PREDICTIONS, records), dataset, cfg)
+        write_report(out, records, predictions, dataset, cfg)
     return out
