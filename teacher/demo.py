@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from ie.llm.local import load_catalogue
     from ie.schema import read_records
     from ie.scoring import Scores
+    from ie.viewer import PAGE
     from teacher.config import TeacherConfig
     from teacher.runner import PREDICTIONS, run
 
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += found_rows(config.stem, read_records(out / PREDICTIONS))
             scores = Scores.model_validate_json((out / "metrics.json").read_text(encoding="utf-8"))
             f1s.append(f"{config.stem} NER {100 * scores.ner.micro.f1:.0f}, RE {100 * scores.re.micro.f1:.0f}")
-            viewers.append(out / "report.html")
+            viewers.append(out / PAGE)
     except IncompleteRun as exc:
         print(f"error: {exc.summary('python -m teacher.demo ' + ' '.join(argv or sys.argv[1:]))}", file=sys.stderr)
         return 1
