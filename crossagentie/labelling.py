@@ -19,13 +19,14 @@ from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resol
 from ie.failures import all_finished
 from ie.llm.client import Endpoint
 from ie.llm.local import ensure_endpoint
+from ie.records import LabelledRecord
 from ie.schema import Record
 from ie.student_format import mention_rules
 from serve.client import extract_async
 from teacher.config import TeacherConfig
+from teacher.labeller import open_labeller
 from teacher.method_names import METHOD_NAMES
-from teacher.runner import client_for, label_records
-from teacher.runner import endpoint as teacher_endpoint
+from teacher.runner import label_records
 
 METHODS = (*METHOD_NAMES, "student")
 # TeacherConfig fields that a run over a dataset reads (`python -m teacher run`), or that are arguments here.
@@ -36,7 +37,7 @@ TEACHER_SETTINGS = frozenset(f.name for f in dataclasses.fields(TeacherConfig)) 
 STUDENT_SETTINGS = {name: p.default for name, p in inspect.signature(extract_async).parameters.items()
                     if p.kind is p.KEYWORD_ONLY and name != "rules"}
 Schema = str | Path | Mapping[str, Any] | TaskSchema | DatasetConfig
-Labeller = Callable[[list[Record], Endpoint], Awaitable[list[Record]]]
+Labeller = Callable[[list[Record]], Awaitable[list[LabelledRecord]]]
 
 
 def dataset_config(schema: Schema) -> DatasetConfig:
@@ -78,52 +79,51 @@ def _student_endpoint(endpoint: str | None, model: str | None, model_name: str |
 
 
 def _plan(method: str, dataset: DatasetConfig, endpoint: str | None, model: str | None, model_name: str | None,
-          adapter: str | Path | None, settings: Mapping[str, Any]
-          ) -> tuple[contextlib.AbstractContextManager[Endpoint], Labeller]:
-    """(the endpoint to serve the method, how it labels records there), every argument checked before any
-    server starts."""
+          adapter: str | Path | None, settings: Mapping[str, Any]) -> Labeller:
+    """How the method labels records (serving it while it does), every argument checked before any server
+    starts."""
     if method not in METHODS:
         raise ConfigError(f"method: unknown method {method!r}; choose one of {list(METHODS)}")
     _check_settings(method, settings)
     if method == "student":
         if settings.get("concurrency", 1) < 1:  # the teacher's settings check their own (TeacherConfig)
             raise ConfigError(f"concurrency: must be at least 1, got {settings['concurrency']}")
-        async def student(records: list[Record], ep: Endpoint) -> list[Record]:
-            kwargs = {"structured_output": ep.structured_output, **settings}
-            return await extract_async(records, ep.url, ep.model, dataset.task_schema, rules=mention_rules(dataset),
-                                       **kwargs)
-        return _student_endpoint(endpoint, model, model_name, adapter, settings), student
+        serving = _student_endpoint(endpoint, model, model_name, adapter, settings)
+
+        async def student(records: list[Record]) -> list[LabelledRecord]:
+            with serving as ep:
+                kwargs = {"structured_output": ep.structured_output, **settings}
+                return await extract_async(records, ep.url, ep.model, dataset.task_schema,
+                                           rules=mention_rules(dataset), **kwargs)
+        return student
     if adapter:
         raise ConfigError(f"adapter: only method 'student' runs a LoRA adapter, not {method!r}")
     cfg = TeacherConfig.from_sources(dataset.section("teacher"), {
         **settings, "method": method, "endpoint": endpoint, "model": model, "model_name": model_name,
         "progress": False}, dataset.source or "schema")
 
-    async def teacher(records: list[Record], ep: Endpoint) -> list[Record]:
-        client = client_for(ep, cfg)
-        try:
-            return await label_records(records, method, dataset.task_schema, client, cfg, mentions=dataset.mentions)
-        finally:
-            await client.aclose()
-    return teacher_endpoint(cfg), teacher
+    async def teacher(records: list[Record]) -> list[LabelledRecord]:
+        async with open_labeller(cfg) as labeller:
+            return await label_records(records, method, dataset.task_schema, labeller.client, cfg,
+                                       mentions=dataset.mentions)
+    return teacher
 
 
 async def extract_batch_async(texts: Sequence[str | Record], *, schema: Schema, method: str = "crossagentie",
                               endpoint: str | None = None, model: str | None = None, model_name: str | None = None,
-                              adapter: str | Path | None = None, **settings: Any) -> list[Record]:
+                              adapter: str | Path | None = None, **settings: Any) -> list[LabelledRecord]:
     """`extract_batch` for a caller inside an event loop (the embedded server, when one is started, blocks the
     loop while it starts and stops)."""
     if isinstance(texts, str):
         raise TypeError("extract_batch takes a list of texts; extract takes one")
     records = [Record(id=str(i), text=t) if isinstance(t, str) else t for i, t in enumerate(texts)]
-    serving, label = _plan(method, dataset_config(schema), endpoint, model, model_name, adapter, settings)
-    with serving as ep:
-        return all_finished(await label(records, ep))
+    label = _plan(method, dataset_config(schema), endpoint, model, model_name, adapter, settings)
+    return all_finished(await label(records))
 
 
 def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str = "crossagentie",
                   endpoint: str | None = None, model: str | None = None, model_name: str | None = None,
-                  adapter: str | Path | None = None, **settings: Any) -> list[Record]:
+                  adapter: str | Path | None = None, **settings: Any) -> list[LabelledRecord]:
     """Label `texts` (strings, or `ie.schema.Record`s) with `method`: one record each, in order.
 
     schema: required; a config name or path (`"conll04"`, `"configs/scierc.yaml"`: its `mentions:` rules and
@@ -139,12 +139,12 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
         `api_key_env="OPENAI_API_KEY"`, ...; over the config's `teacher:` section), or the student's
         `serve.client.extract_async` keywords (`concurrency`, `max_reasks`, `timeouts`, ...); others are refused.
 
-    Each record (`ie.schema.Record`) has `id` (the text's position, or the given record's id), `text`,
+    Each record (`ie.records.LabelledRecord`) has `id` (the text's position, or the given record's id), `text`,
     `entities` (each `start`, `end`: character offsets into `text`, end exclusive; `type`; `text`, equal to
     `text[start:end]`; `confidence` in [0, 1] from a teacher method), `relations` (each `head`, `tail`: indices
     into `entities`; `type`; `confidence` from a teacher method) and `stats` (`ie.record_stats.RecordStats`:
     calls, tokens, `wall_s`, ...). A teacher method's record also has `confidence` (the record's) and `debate`
-    (its transcript); a text too long for the endpoint's context has `windows` (it was labelled in windows).
+    (`ie.records.Transcript`); the student's, for a text too long for the endpoint's context, `windows`.
     Raises `ie.failures.IncompleteRun` when a record did not finish (a call got no answer, or its time budget ran
     out): none is returned then.
     """
@@ -154,7 +154,7 @@ def extract_batch(texts: Sequence[str | Record], *, schema: Schema, method: str 
 
 def extract(text: str, *, schema: Schema, method: str = "crossagentie", endpoint: str | None = None,
             model: str | None = None, model_name: str | None = None, adapter: str | Path | None = None,
-            **settings: Any) -> Record:
+            **settings: Any) -> LabelledRecord:
     """One text's record: `extract_batch([text], ...)[0]` (the arguments and the record's keys are its)."""
     if not isinstance(text, str):
         raise TypeError(f"extract takes one text (a str), got {type(text).__name__}; extract_batch takes a list")

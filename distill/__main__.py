@@ -24,7 +24,8 @@ from distill.select import Exclusion, Screening, Selection, screen, select, sele
 from ie.cli import add_flags, from_sources
 from ie.config import DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
-from ie.schema import Record, read_records
+from ie.records import LabelledRecord, read_labelled
+from ie.schema import Record
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,14 +67,14 @@ def selection_at(point: SweepPoint | None, screening: Screening, schema: TaskSch
     return select_all(screening.passed, schema) if caps is None else select(screening.passed, schema, *caps, cfg.seed)
 
 
-def teacher_records(args: argparse.Namespace, predictions: Path, schema: TaskSchema) -> list[Record]:
+def teacher_records(args: argparse.Namespace, predictions: Path, schema: TaskSchema) -> list[LabelledRecord]:
     """The run's records, with the reviewed ones in their place (`distill.review.apply_reviewed`)."""
-    records = read_records(predictions)
+    records = read_labelled(predictions)
     if args.reviewed is None:
         return records
     from distill.review import ReviewError, apply_reviewed
 
-    reviewed = read_records(args.reviewed)
+    reviewed = read_labelled(args.reviewed)
     try:
         records = apply_reviewed(records, reviewed, schema, args.reviewed)
     except ReviewError as exc:

@@ -22,6 +22,7 @@ from distill.select import Screening, Selection, label_counts
 from ie.chat_examples import DataError
 from ie.config import TaskSchema
 from ie.fine_tune_plan import plan_files
+from ie.records import LabelledRecord
 from ie.schema import Record, write_records
 from ie.student_format import TEMPLATE_PATH, template_sha256, to_example
 
@@ -70,9 +71,9 @@ def plan_openai(train: Path, validation: Path | None, model: str | None) -> dict
     return {"ok": True, **plan.as_dict()}
 
 
-def _labels_only(record: Record) -> Record:
-    extras = {k: v for k, v in (record.model_extra or {}).items() if k in ("confidence", "meta", "tokens")}
-    return Record(id=record.id, text=record.text, entities=record.entities, relations=record.relations, **extras)
+def _labels_only(record: LabelledRecord) -> LabelledRecord:
+    return LabelledRecord(id=record.id, text=record.text, entities=record.entities, relations=record.relations,
+                          tokens=record.tokens, meta=record.meta, confidence=record.confidence)
 
 
 def export(out: Path, screening: Screening, selection: Selection, schema: TaskSchema, cfg: DistillConfig,

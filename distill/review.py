@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ie.config import TaskSchema
 from ie.records import LabelledRecord
-from ie.schema import Entity, Record, Relation
+from ie.schema import Entity, Relation
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LABELS, TEXT = "label", "text"  # the control and object tag names of the labelling config
@@ -141,7 +141,7 @@ def parse_export(data: object, source: str | Path) -> list[ExportedTask]:
     return tasks
 
 
-def _record(t: ExportedTask, annotation: Annotation, source: str | Path) -> Record:
+def _record(t: ExportedTask, annotation: Annotation, source: str | Path) -> LabelledRecord:
     where = f"{source}: task {t.id} (record {t.data.record_id!r}), annotation {annotation.id}"
     regions = [r for r in annotation.result if isinstance(r, Region)]
     index = {r.id: i for i, r in enumerate(regions)}
@@ -152,7 +152,7 @@ def _record(t: ExportedTask, annotation: Annotation, source: str | Path) -> Reco
             raise ReviewError(f"{where}: region {r.id} has labels {v.labels}; give each span exactly one type")
         if t.data.text[v.start:v.end] != v.text:
             raise ReviewError(f"{where}: region {r.id}: {v.text!r} is not the text at [{v.start}, {v.end})")
-        entities.append(Entity(start=v.start, end=v.end, type=v.labels[0], text=v.text, confidence=TRUSTED))
+        entities.append(Entity(start=v.start, end=v.end, type=v.labels[0], text=v.text))
     relations = []
     for link in (x for x in annotation.result if isinstance(x, Link)):
         if link.from_id not in index or link.to_id not in index or len(link.labels) != 1:
@@ -160,13 +160,13 @@ def _record(t: ExportedTask, annotation: Annotation, source: str | Path) -> Reco
                               f"exactly one relation type, has {link.labels}")
         head, tail = index[link.from_id], index[link.to_id]
         head, tail = (tail, head) if link.direction == "left" else (head, tail)
-        relations.append(Relation(head=head, tail=tail, type=link.labels[0], confidence=TRUSTED))
-    return Record(id=t.data.record_id, text=t.data.text, entities=entities, relations=relations,
-                  confidence=TRUSTED, meta={"reviewed": f"Label Studio task {t.id}, annotation {annotation.id}"})
+        relations.append(Relation(head=head, tail=tail, type=link.labels[0]))
+    return LabelledRecord(id=t.data.record_id, text=t.data.text, entities=entities, relations=relations,
+                          meta={"reviewed": f"Label Studio task {t.id}, annotation {annotation.id}"})
 
 
-def reviewed_records(tasks: Sequence[ExportedTask], source: str | Path) -> list[Record]:
-    """A record for each task with a submitted annotation (its last one), every item at confidence 1.0."""
+def reviewed_records(tasks: Sequence[ExportedTask], source: str | Path) -> list[LabelledRecord]:
+    """A record for each task with a submitted annotation (its last one); `meta.reviewed` names them."""
     out = []
     for t in tasks:
         submitted = [a for a in t.annotations if not a.was_cancelled]
@@ -175,11 +175,11 @@ def reviewed_records(tasks: Sequence[ExportedTask], source: str | Path) -> list[
     return out
 
 
-def apply_reviewed(teacher: Sequence[Record], reviewed: Sequence[Record], schema: TaskSchema, source: str | Path
-                   ) -> list[Record]:
-    """The teacher's records with each reviewed one in its place: its labels, the teacher record's other fields
-    (tokens), no debate or stats (they describe labels no longer there). A reviewed record whose id is not in
-    the run, whose text differs from the run's or whose types are not the schema's is refused, naming it."""
+def apply_reviewed(teacher: Sequence[LabelledRecord], reviewed: Sequence[LabelledRecord], schema: TaskSchema,
+                   source: str | Path) -> list[LabelledRecord]:
+    """The teacher's records with each reviewed one in its place: its labels at confidence 1.0 on the teacher's
+    record (its tokens kept; no stats or debate: they describe labels no longer there). A reviewed record whose id
+    is not in the run, whose text differs from the run's or whose types are not the schema's is refused, naming it."""
     by_id = {r.id: r for r in teacher}
     replaced = {}
     for r in reviewed:
@@ -193,6 +193,8 @@ def apply_reviewed(teacher: Sequence[Record], reviewed: Sequence[Record], schema
                          | {x.type for x in r.relations} - set(schema.relation_types))
         if unknown:
             raise ReviewError(f"{where}: types {unknown} are not in the schema")
-        kept = by_id[r.id].model_dump(exclude={"entities", "relations", "debate", "stats", "confidence", "meta"})
-        replaced[r.id] = Record.model_validate({**kept, **r.model_dump(exclude_none=True)})
+        replaced[r.id] = LabelledRecord(
+            id=r.id, text=r.text, tokens=by_id[r.id].tokens, meta=r.meta, confidence=TRUSTED,
+            entities=[e.model_copy(update={"confidence": TRUSTED}) for e in r.entities],
+            relations=[x.model_copy(update={"confidence": TRUSTED}) for x in r.relations])
     return [replaced.get(r.id, r) for r in teacher]

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ie.config import TaskSchema
-from ie.record_stats import stats_of
+from ie.records import LabelledRecord
 from ie.schema import Record
 
 LOW_CONFIDENCE = "low_confidence"
@@ -47,16 +47,15 @@ class Exclusion:
         return len(self.ids)
 
 
-def record_confidence(record: Record) -> float | None:
+def record_confidence(record: LabelledRecord) -> float | None:
     """The record-level `confidence` the teacher wrote, else the lowest item confidence, else None."""
-    value = (record.model_extra or {}).get("confidence")
-    if isinstance(value, (int, float)):
-        return float(value)
+    if record.confidence is not None:
+        return record.confidence
     items = [x.confidence for x in [*record.entities, *record.relations] if x.confidence is not None]
     return min(items) if items else None
 
 
-def failure_reasons(record: Record, threshold: float, max_failed_calls: int = 0) -> list[str]:
+def failure_reasons(record: LabelledRecord, threshold: float, max_failed_calls: int = 0) -> list[str]:
     """Why a record's teacher labels are not trusted; empty when they are."""
     reasons = []
     conf = record_confidence(record)
@@ -64,7 +63,7 @@ def failure_reasons(record: Record, threshold: float, max_failed_calls: int = 0)
     if conf is None and threshold > 0 or (conf is not None and conf < threshold) \
             or any(c < threshold for c in items):
         reasons.append(LOW_CONFIDENCE)
-    stats = stats_of(record)
+    stats = record.stats
     if stats.unresolved_conflicts:
         reasons.append(UNRESOLVED_CONFLICT)
     if stats.failed_calls > max_failed_calls:
@@ -74,7 +73,7 @@ def failure_reasons(record: Record, threshold: float, max_failed_calls: int = 0)
 
 @dataclass
 class Screening:
-    passed: list[Record]
+    passed: list[LabelledRecord]
     total: int
     rejected: dict[str, list[str]] = field(default_factory=dict)  # record id -> reasons
 
@@ -88,11 +87,11 @@ class Screening:
                 "reasons": self.reason_counts}
 
 
-def screen(records: Iterable[Record], threshold: float, exclusion: Exclusion = Exclusion(),
+def screen(records: Iterable[LabelledRecord], threshold: float, exclusion: Exclusion = Exclusion(),
            max_failed_calls: int = 0) -> Screening:
     """Keep the records the teacher is sure of, never an excluded one nor the same text twice.
     `max_failed_calls`: failed LLM calls a record may have had (its confidence already pays for them)."""
-    passed: list[Record] = []
+    passed: list[LabelledRecord] = []
     rejected: dict[str, list[str]] = {}
     seen: set[str] = set()
     total = 0
@@ -112,7 +111,7 @@ def screen(records: Iterable[Record], threshold: float, exclusion: Exclusion = E
 
 @dataclass
 class Selection:
-    records: list[Record]  # chosen, in choice order
+    records: list[LabelledRecord]  # chosen, in choice order
     chosen_for: dict[str, list[str]]  # "entity:Peop" / "relation:Kill" -> ids chosen for it
     candidates: dict[str, int]  # type -> records that contain it (before selection)
     warnings: list[str] = field(default_factory=list)  # one per type with too few candidates
@@ -124,13 +123,13 @@ def _wanted(schema: TaskSchema, ner_per_type: int, re_per_type: int) -> dict[str
     return wanted
 
 
-def _types_in(record: Record) -> set[str]:
+def _types_in(record: LabelledRecord) -> set[str]:
     kinds = {f"entity:{e.type}" for e in record.entities}
     kinds.update(f"relation:{r.type}" for r in record.relations)
     return kinds
 
 
-def select(records: list[Record], schema: TaskSchema, ner_per_type: int, re_per_type: int,
+def select(records: list[LabelledRecord], schema: TaskSchema, ner_per_type: int, re_per_type: int,
            seed: int) -> Selection:
     """Pick records per type (see module doc). Same inputs and seed, same selection."""
     order = list(range(len(records)))
@@ -156,13 +155,13 @@ def select(records: list[Record], schema: TaskSchema, ner_per_type: int, re_per_
                      candidates=candidates, warnings=warnings)
 
 
-def select_all(records: list[Record], schema: TaskSchema) -> Selection:
+def select_all(records: list[LabelledRecord], schema: TaskSchema) -> Selection:
     """Every record, in order, each type "chosen" by the records that contain it: nothing is left out."""
     holders = {k: [r.id for r in records if k in _types_in(r)] for k in _wanted(schema, 0, 0)}
     return Selection(records=list(records), chosen_for=holders, candidates={k: len(v) for k, v in holders.items()})
 
 
-def label_counts(records: Iterable[Record]) -> dict[str, int]:
+def label_counts(records: Iterable[LabelledRecord]) -> dict[str, int]:
     """Labels per type over the given records (what the student will see)."""
     counts: Counter[str] = Counter()
     for rec in records:

@@ -273,5 +273,5 @@ def assemble(record: Record, entities: Sequence[EntityDecision], relations: Sequ
         if c.head in index and c.tail in index:
             key = (index[c.head], index[c.tail], c.type)
             rels.setdefault(key, Relation(head=key[0], tail=key[1], type=c.type, confidence=d.confidence))
-    extras = {k: v for k, v in (record.model_extra or {}).items() if k in ("tokens", "meta")}
-    return Record(id=record.id, text=record.text, entities=out_ents, relations=list(rels.values()), **extras)
+    return Record(id=record.id, text=record.text, entities=out_ents, relations=list(rels.values()),
+                  tokens=record.tokens, meta=record.meta)

@@ -33,9 +33,10 @@ CACHE_ENV = "CROSSAGENTIE_CACHE"
 
 
 def data_root() -> Path:
-    """`$CROSSAGENTIE_DATA`, else `../shared/data` beside the repository."""
+    """Where the benchmark data lives: `$CROSSAGENTIE_DATA`, else `data/` in the user's cache (`cache_dir`), where
+    `python -m ie.datasets fetch NAME` puts it."""
     env = os.environ.get(DATA_ENV)
-    return Path(env) if env else (REPO_ROOT.parent / "shared" / "data")
+    return Path(env) if env else cache_dir() / "data"
 
 
 def cache_dir() -> Path:
@@ -137,9 +138,6 @@ class DatasetConfig(BaseModel):
     task_schema: TaskSchema = Field(alias="schema")
     mentions: MentionProfile = Field(default_factory=MentionProfile, description="mention rules (ie.mentions)")
     score: ScoreOptions = Field(default_factory=ScoreOptions, description="scoring options (ie.scoring)")
-    held_out: dict[str, int] = Field(default_factory=dict, description="split -> how many of its first records "
-                                     "may be run on; the rest are kept for outside checks, and loading them is "
-                                     "refused (ie.datasets.load_slice)")
     source: Path | None = Field(default=None, exclude=True)
 
     def example_errors(self) -> list[tuple[str, str]]:
@@ -156,7 +154,7 @@ class DatasetConfig(BaseModel):
 
     def section(self, name: str) -> dict[str, Any]:
         """An entry point's own section of the file (`teacher:`, `distill:`, `bench:`), or {}."""
-        value = (self.model_extra or {}).get(name) or {}
+        value = getattr(self, name, None) or {}
         if not isinstance(value, dict):
             raise ValueError(f"{self.source}: section '{name}' must be a mapping")
         return value

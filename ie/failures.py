@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ie.llm.types import TransportError
-from ie.record_stats import stats_of
-from ie.schema import Record
+from ie.records import LabelledRecord
 
 T = TypeVar("T")
 TIME_BUDGET = "time budget"
@@ -40,9 +39,9 @@ async def within_budget(work: Awaitable[T], budget_s: float | None) -> tuple[T |
         return None, (TIME_BUDGET, f"not finished within its time budget of {budget_s:g} s")
 
 
-def failure_of(record: Record) -> str | None:
+def failure_of(record: LabelledRecord) -> str | None:
     """The reason a record is unfinished, or None for a finished one."""
-    return stats_of(record).failed
+    return record.stats.failed
 
 
 @dataclass(frozen=True)
@@ -53,8 +52,8 @@ class Failure:
     error: str
 
     @classmethod
-    def of(cls, record: Record) -> Failure:
-        stats = stats_of(record)
+    def of(cls, record: LabelledRecord) -> Failure:
+        stats = record.stats
         if stats.failed is None:
             raise ValueError(f"record {record.id!r} finished: it is no failure")
         return cls(record.id, text_sha256(record.text), stats.failed, stats.error or "")
@@ -85,7 +84,7 @@ class IncompleteRun(RuntimeError):
         return line + (f"; to retry them, run again: {command}" if command else "")
 
 
-def all_finished(records: Sequence[Record]) -> list[Record]:
+def all_finished(records: Sequence[LabelledRecord]) -> list[LabelledRecord]:
     """`records`, when every one finished; else `IncompleteRun` listing those that did not: what a library call
     returns, since an unfinished record is never a result."""
     failures = [Failure.of(r) for r in records if failure_of(r) is not None]

@@ -1,13 +1,11 @@
-"""A labelled record's `stats` extra, typed: what its labelling cost and whether it finished. The teacher
-(`teacher.context`) and the student (`serve.client`, `ie.student_format`) write it; readers validate it once
-(`stats_of`) and read attributes, so a counter a labeller does not write reads 0."""
+"""A labelled record's `stats` (`ie.records.LabelledRecord.stats`), typed: what its labelling cost and whether
+it finished. The teacher (`teacher.context`) and the student (`serve.client`, `ie.student_format`) write it;
+readers read attributes, so a counter a labeller does not write reads 0."""
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import BaseModel
-
-from ie.schema import Record
 
 
 class RecordStats(BaseModel):
@@ -40,7 +38,3 @@ class RecordStats(BaseModel):
         """Its JSON form, as the record's `stats` holds it: the keys set, none that is None."""
         return self.model_dump(mode="json", exclude_unset=True, exclude_none=True)
 
-
-def stats_of(record: Record) -> RecordStats:
-    """The record's `stats`, validated (all zero when it has none)."""
-    return RecordStats.model_validate((record.model_extra or {}).get("stats") or {})

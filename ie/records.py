@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from ie.claims import AgentIdText, SettlementText
 from ie.record_stats import RecordStats
-from ie.schema import Record, RecordFormatError, _first_error, iter_json_lines
+from ie.schema import Record, RecordFormatError, iter_json_lines, parse_record
 
 
 class Logged(BaseModel):
@@ -156,16 +156,14 @@ class LabelledRecord(Record):
 def parse_labelled(obj: object, path: str | Path = "<memory>", line: int = 1) -> LabelledRecord:
     """One labelled record from its JSON object; a malformed one (or one of an unknown older layout) raises
     RecordFormatError naming the file, line and field, and how to convert it."""
-    if not isinstance(obj, dict):
-        raise RecordFormatError(path, line, "<record>", f"expected a JSON object, got {type(obj).__name__}")
     try:
-        return LabelledRecord.model_validate(obj)
-    except ValidationError as exc:
-        field, msg = _first_error(exc)
-        if field.startswith(("debate", "stats", "windows")):
-            msg += ("; a run written by an older version: label it again (a re-run with the same settings reuses "
-                    "its calls.sqlite), or drop the field with `jq -c 'del(.debate)'` to keep its labels")
-        raise RecordFormatError(path, line, field, msg) from None
+        return parse_record(obj, path, line, LabelledRecord)
+    except RecordFormatError as exc:
+        if not exc.field.startswith(("debate", "stats", "windows")):
+            raise
+        raise RecordFormatError(path, line, exc.field, exc.message + (
+            "; a run written by an older version: label it again (a re-run with the same settings reuses its "
+            "calls.sqlite), or drop the field with `jq -c 'del(.debate)'` to keep its labels")) from None
 
 
 def iter_labelled(path: str | Path) -> Iterator[LabelledRecord]:

@@ -1,13 +1,15 @@
 """The shared record format: one JSONL line per sentence/document, gold and predictions alike.
 
-`start`/`end` are character offsets into `text` (end exclusive); relation `head`/`tail` index `entities`.
-Extra keys (`tokens`, `meta`, `debate`, `stats`, ...) are kept as they are.
+`start`/`end` are character offsets into `text` (end exclusive); relation `head`/`tail` index `entities`;
+`tokens` are a dataset's words, `meta` what its loader kept of the source. Other keys are kept as they are; what a
+labeller adds (`confidence`, `stats`, `debate`) is typed in `ie.records.LabelledRecord`.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -43,6 +45,8 @@ class Record(BaseModel):
     text: str
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
+    tokens: list[str] | None = None
+    meta: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _check_offsets(self) -> Record:
@@ -65,18 +69,20 @@ class Record(BaseModel):
 
         `meta` is dropped on purpose: loaders keep gold-derived facts there (SemEval's label, NYT's
         ungrounded triples), and nothing a model sees may carry the answer."""
-        tokens = (self.model_extra or {}).get("tokens")
-        return Record(id=self.id, text=self.text, **({"tokens": tokens} if tokens is not None else {}))
+        return Record(id=self.id, text=self.text, tokens=self.tokens)
 
     def triples(self) -> list[tuple[Entity, str, Entity]]:
         return [(self.entities[r.head], r.type, self.entities[r.tail]) for r in self.relations]
+
+
+R = TypeVar("R", bound=Record)
 
 
 class RecordFormatError(ValueError):
     """A malformed line: names the file, the 1-based line number and the failing field."""
 
     def __init__(self, path: str | Path, line: int, field: str, message: str):
-        self.path, self.line, self.field = str(path), line, field
+        self.path, self.line, self.field, self.message = str(path), line, field, message
         super().__init__(f"{path}:{line}: field '{field}': {message}")
 
 
@@ -93,11 +99,13 @@ def _first_error(exc: ValidationError) -> tuple[str, str]:
     return loc, msg
 
 
-def parse_record(obj: object, path: str | Path = "<memory>", line: int = 1) -> Record:
+def parse_record(obj: object, path: str | Path = "<memory>", line: int = 1, model: type[R] = Record) -> R:
+    """`obj` as a `model` (a Record, or a subclass such as `ie.records.LabelledRecord`); anything malformed raises
+    RecordFormatError naming the file, line and field."""
     if not isinstance(obj, dict):
         raise RecordFormatError(path, line, "<record>", f"expected a JSON object, got {type(obj).__name__}")
     try:
-        return Record.model_validate(obj)
+        return model.model_validate(obj)
     except ValidationError as exc:
         field, msg = _first_error(exc)
         raise RecordFormatError(path, line, field, msg) from None

@@ -187,7 +187,7 @@ def relation_keys(record: Record | None, mode: ReMode = "strict", symmetric: fro
         return set()
     keys = {relation_key(h, rtype, t, mode, symmetric) for h, rtype, t in record.triples()}
     if mode == "strings" and gold:
-        meta = (record.model_extra or {}).get("meta") or {}
+        meta = record.meta or {}
         keys |= {relation_key(h, rtype, t, mode, symmetric) for h, rtype, t in meta.get("ungrounded_triples", [])}
     return keys
 

@@ -24,6 +24,8 @@ from ie.config import DatasetConfig, TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.llm.client import TightAnswer
 from ie.mentions import MentionProfile, MentionRules
+from ie.record_stats import RecordStats
+from ie.records import LabelledRecord
 from ie.schema import Record
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "prompts" / "student.txt"
@@ -197,7 +199,7 @@ def _named(obj: dict, schema: TaskSchema, stats: ParseStats) -> tuple[list[Named
 
 
 def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, record_id: str = "",
-                 rules: MentionRules | None = None, tokens: list[str] | None = None) -> Record:
+                 rules: MentionRules | None = None, tokens: list[str] | None = None) -> LabelledRecord:
     """A student answer as a grounded record, post-processed exactly as the teacher's one-step baseline
     (`ie.claims.joint_claims`: every occurrence, arguments snapped to known entities, closest pair; implied
     arguments added; flat typing; `ie.claims.assemble`). Counts land in the record's `stats`
@@ -213,9 +215,6 @@ def parse_answer(text: str, answer: str | dict | BaseModel, schema: TaskSchema, 
     ents = with_arguments(uncontested(entities), rels)
     if not schema.nested_entities:
         ents = flatten(ents)
-    extras = {"tokens": tokens} if tokens else {}
-    out = assemble(Record(id=record_id, text=text, **extras), ents, rels)
-    out_stats: dict[str, Any] = {"ungrounded": ungrounded, "invalid": stats.invalid}
-    if stats.error:
-        out_stats["error"] = stats.error
-    return out.model_copy(update={"stats": out_stats})
+    out = assemble(Record(id=record_id, text=text, tokens=tokens or None), ents, rels)
+    return LabelledRecord(**dict(out), stats=RecordStats(ungrounded=ungrounded, invalid=stats.invalid,
+                                                         **({"error": stats.error} if stats.error else {})))

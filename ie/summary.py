@@ -6,8 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ie.record_stats import stats_of
-from ie.schema import Record
+from ie.records import LabelledRecord
 from ie.scoring import Scores
 
 
@@ -25,10 +24,10 @@ class RunSummary:
     outputs: Mapping[str, Path] = field(default_factory=dict)  # what -> where, e.g. "report" -> .../report.md
 
     @classmethod
-    def of(cls, what: str, total: int, labelled: Sequence[Record], failed: int,
+    def of(cls, what: str, total: int, labelled: Sequence[LabelledRecord], failed: int,
            metrics: Scores | None = None, outputs: Mapping[str, Path] | None = None) -> RunSummary:
         """From the finished records' `stats` and, when gold exists, `ie.scoring.evaluate`'s result."""
-        stats = [stats_of(r) for r in labelled]
+        stats = [r.stats for r in labelled]
         n = max(len(labelled), 1)
         calls = sum(s.calls for s in stats)
         tokens = sum(s.prompt_tokens + s.completion_tokens for s in stats)

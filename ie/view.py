@@ -122,17 +122,12 @@ def record_view(pred: LabelledRecord, gold: Record | None, schema: TaskSchema,
                       errors=span_errors + relation_errors, notes=_notes(pred))
 
 
-def run_view(title: str, about: list[str], runs: Mapping[str, Sequence[Record]], gold: Sequence[Record] | None,
+def run_view(title: str, about: list[str], runs: Mapping[str, Sequence[LabelledRecord]], gold: Sequence[Record] | None,
              schema: TaskSchema, options: ScoreOptions = ScoreOptions()) -> RunView:
     """The page (pure) of each labeller's predictions (`runs`, by name), in their order, each beside its gold
     record (by id) when `gold` is given."""
     by_id = {g.id: g for g in gold or ()}
     hues = {t: HUES[i % len(HUES)] for i, t in enumerate(schema.entity_types)}
     return RunView(title=title, about=about, hues=hues, has_gold=bool(by_id),
-                   runs={name: [record_view(labelled(p), by_id.get(p.id), schema, options) for p in predictions]
+                   runs={name: [record_view(p, by_id.get(p.id), schema, options) for p in predictions]
                          for name, predictions in runs.items()})
-
-
-def labelled(record: Record) -> LabelledRecord:
-    """A record as read back (`ie.schema.Record`, its extras untyped) as the typed labelled record."""
-    return record if isinstance(record, LabelledRecord) else LabelledRecord.model_validate(record.model_dump())

@@ -26,7 +26,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ie.record_stats import RecordStats, stats_of
+from ie.record_stats import RecordStats
+from ie.records import LabelledRecord, WindowLabel
 from ie.schema import Entity, Record, Relation
 
 log = logging.getLogger("ie.windows")
@@ -154,8 +155,7 @@ def split_windows(record: Record, budget: int, size: int | None = None, overlap:
         return [Window(0, len(text), record.unlabelled())]
     budget = min(budget, size or budget)
     overlap = budget // 5 if overlap is None else overlap
-    tokens = (record.model_extra or {}).get("tokens")
-    spaced = bool(tokens) and " ".join(tokens) == text
+    spaced = bool(record.tokens) and " ".join(record.tokens) == text
     units, windows, first = _units(text, budget), [], 0
     while True:
         cut = _window_end(units, first, budget)
@@ -241,21 +241,21 @@ def merge_stats(stats: Sequence[RecordStats]) -> RecordStats:
     return RecordStats.model_validate(out)
 
 
-async def label_in_windows(record: Record, budget: int | None, label: Callable[[Record], Awaitable[Record]],
-                           size: int | None = None) -> Record:
+async def label_in_windows(record: Record, budget: int | None,
+                           label: Callable[[Record], Awaitable[LabelledRecord]], size: int | None = None
+                           ) -> LabelledRecord:
     """`label(record)` when the text fits `budget` (or the budget is unknown: None); else `label` on each window
     (of at most `size` estimated tokens, see `split_windows`) and the results merged. The merged record's
-    `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's `start`, `end` and
-    its other extras (e.g. the teacher's `debate` transcript and `confidence`)."""
+    `stats` add up the windows' (plus `windows`: how many), and `windows` lists each window's `start`, `end`,
+    `confidence` and `debate` transcript (the teacher's)."""
     windows = split_windows(record, budget, size) if budget is not None else []
     if len(windows) <= 1:
         return await label(record)
     parts = await asyncio.gather(*(label(w.record) for w in windows))
     merged = merge_windows(record, windows, parts)
-    extras = [p.model_extra or {} for p in parts]
-    stats = merge_stats([stats_of(p) for p in parts])
+    stats = merge_stats([p.stats for p in parts])
     stats.windows = len(windows)
-    listed = [{"start": w.start, "end": w.end, **{k: v for k, v in x.items() if k not in ("stats", "tokens")}}
-              for w, x in zip(windows, extras, strict=True)]
-    kept = {k: v for k, v in (record.model_extra or {}).items() if k == "tokens"}
-    return Record(**merged.model_dump(exclude_none=True), **kept, stats=stats.as_dict(), windows=listed)
+    listed = [WindowLabel(start=w.start, end=w.end, confidence=p.confidence, debate=p.debate)
+              for w, p in zip(windows, parts, strict=True)]
+    return LabelledRecord(id=record.id, text=record.text, entities=merged.entities, relations=merged.relations,
+                          tokens=record.tokens, stats=stats, windows=listed)

@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
-from ie.record_stats import stats_of
-from ie.schema import Record
+from ie.records import LabelledRecord
 from ie.scoring import Scores
 
 
@@ -81,11 +80,11 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def calculate_metrics(
-    method: str, model: str, scores: Scores, preds: Sequence[Record], wall_s: float, price: Price
+    method: str, model: str, scores: Scores, preds: Sequence[LabelledRecord], wall_s: float, price: Price
 ) -> MethodMetrics:
     """`scores`: `ie.scoring.evaluate(...)`; `preds` carry `stats` (calls, tokens, wall_s) per record."""
     n = max(len(preds), 1)
-    stats = [stats_of(r) for r in preds]
+    stats = [r.stats for r in preds]
     calls = sum(s.calls for s in stats)
     cached = sum(s.cached_calls for s in stats)
     prompt = sum(s.prompt_tokens for s in stats)

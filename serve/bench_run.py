@@ -12,16 +12,15 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ie.config import DatasetConfig, score_options
 from ie.failures import Failure, IncompleteRun, failure_of, write_failures
 from ie.llm.client import Endpoint, LLMClient
-from ie.llm.local import ensure_endpoint
-from ie.record_stats import stats_of
-from ie.schema import Record, read_records, write_records
+from ie.records import CallLog, LabelledRecord, read_labelled
+from ie.schema import Record, write_records
 from serve.bench_config import BenchConfig, write_json
 from serve.bench_metrics import (
     MethodMetrics,
@@ -32,6 +31,9 @@ from serve.bench_metrics import (
     teacher_target,
 )
 from serve.bench_report import write_markdown, write_plot
+
+if TYPE_CHECKING:
+    from teacher.config import TeacherConfig
 
 
 class Overhead(BaseModel):
@@ -68,7 +70,7 @@ class PartialRow:
     def __init__(self, out: Path, method: str, settings: dict[str, Any], resume: bool = True):
         settings = {k: v for k, v in settings.items() if k not in ("limit", "offset")}
         self.path = out / "rows" / f"{method}.partial.jsonl"
-        self.done: dict[str, Record] = {}
+        self.done: dict[str, LabelledRecord] = {}
         if resume and self.path.exists():
             lines = self.path.read_text(encoding="utf-8").splitlines()
             if lines and json.loads(lines[0]) == settings:
@@ -81,12 +83,12 @@ class PartialRow:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(settings) + "\n", encoding="utf-8")
 
-    def _finished(self, lines: list[str]) -> list[Record]:
+    def _finished(self, lines: list[str]) -> list[LabelledRecord]:
         """The records after the settings line; only the last line may be torn (a write cut off by a kill)."""
         records = []
         for number, line in enumerate(lines[1:], start=2):
             try:
-                records.append(Record.model_validate_json(line))
+                records.append(LabelledRecord.model_validate_json(line))
             except ValidationError as exc:
                 if number == len(lines):
                     break
@@ -94,13 +96,13 @@ class PartialRow:
                                  "delete the file to measure the method afresh") from None
         return records
 
-    def add(self, record: Record) -> None:
+    def add(self, record: LabelledRecord) -> None:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(record.model_dump_json() + "\n")
 
     def wall_s(self, ids: Sequence[str]) -> float:
         """The measured wall time of the finished records among `ids`."""
-        return sum(stats_of(self.done[i]).wall_s for i in ids if i in self.done)
+        return sum(self.done[i].stats.wall_s for i in ids if i in self.done)
 
 
 def reusable_row(out: Path, method: str, cfg: BenchConfig) -> MeasuredRow | None:
@@ -147,7 +149,7 @@ async def _timed(coro) -> tuple[Any, float]:
 
 
 async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Record],
-                  label: Callable[..., Awaitable[list[Record]]]) -> tuple[list[Record], float]:
+                  label: Callable[..., Awaitable[list[LabelledRecord]]]) -> tuple[list[LabelledRecord], float]:
     """(records in input order, wall time): `label(todo, on_record=...)` runs on the records not finished by
     an earlier, stopped bench (see `PartialRow`), with a progress bar. Raises `IncompleteRun` when some did
     not finish: those are kept for the next bench to label, never scored."""
@@ -156,7 +158,7 @@ async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Re
     with _bar(method, len(records)) as bar:
         bar.update(len(records) - len(todo))
 
-        def finished(record: Record) -> None:
+        def finished(record: LabelledRecord) -> None:
             if failure_of(record) is None:
                 partial.add(record)
             bar.update(1)
@@ -171,33 +173,34 @@ async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Re
     return [by_id[r.id] for r in records], wall + partial.wall_s([r.id for r in records])
 
 
-def _client(ep: Endpoint, cfg: BenchConfig, out: Path, name: str) -> LLMClient:
-    cache = None if cfg.fresh else out / f"calls-{name}.sqlite"
-    return LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
+def teacher_config(dataset: DatasetConfig, cfg: BenchConfig, method: str) -> TeacherConfig:
+    """The teacher settings a bench labels `method` with: the dataset config's `teacher:` section, with the bench's
+    teacher endpoint or model and concurrency."""
+    from teacher.config import TeacherConfig
+
+    return TeacherConfig.from_sources(dataset.section("teacher"), {
+        "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config,
+        "endpoint": cfg.endpoint, "model": cfg.model, "model_name": cfg.model_name, "api_key_env": cfg.api_key_env},
+        cfg.config)
 
 
 async def run_teacher_methods(methods: Sequence[str], records: Sequence[Record], dataset: DatasetConfig,
                               cfg: BenchConfig, out: Path) -> dict[str, MeasuredRow]:
-    """method -> its saved row; each row is saved as soon as its method finishes, so a stopped bench keeps it."""
-    from teacher.config import TeacherConfig
+    """method -> its saved row; each row is saved as soon as its method finishes, so a stopped bench keeps it.
+    The methods share one labeller (`teacher.labeller`, as `teacher run` opens it) and its call cache."""
+    from teacher.labeller import open_labeller
     from teacher.runner import label_records
 
     rows: dict[str, MeasuredRow] = {}
-    with ensure_endpoint(cfg.model_name if cfg.endpoint else cfg.model, cfg.endpoint, api_key_env=cfg.api_key_env,
-                         **({} if cfg.endpoint else {"n_parallel": cfg.concurrency, "threads": cfg.threads})) as ep:
-        client = _client(ep, cfg, out, "teacher")
-        try:
-            for method in methods:
-                tcfg = TeacherConfig.from_sources(dataset.section("teacher"), {
-                    "method": method, "concurrency": cfg.concurrency, "progress": False, "config": cfg.config},
-                    cfg.config)
-                preds, wall = await resumed(out, method, cfg, records, functools.partial(
-                    label_records, method=method, schema=dataset.task_schema, client=client, cfg=tcfg,
-                    mentions=dataset.mentions))
-                overhead = await measure_overhead(ep, preds, wall, cfg.concurrency) if cfg.overhead else None
-                rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, overhead)
-        finally:
-            await client.aclose()
+    cache = None if cfg.fresh else out / "calls-teacher.sqlite"
+    async with open_labeller(teacher_config(dataset, cfg, methods[0]), cache, cfg.threads) as labeller:
+        ep = labeller.endpoint
+        for method in methods:
+            preds, wall = await resumed(out, method, cfg, records, functools.partial(
+                label_records, method=method, schema=dataset.task_schema, client=labeller.client,
+                cfg=teacher_config(dataset, cfg, method), mentions=dataset.mentions))
+            overhead = await measure_overhead(ep, preds, wall, cfg.concurrency) if cfg.overhead else None
+            rows[method] = _save_row(out, method, cfg, preds, wall, ep.model, overhead)
     return rows
 
 
@@ -207,7 +210,8 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
     from serve.client import StudentExtractor
 
     with student_endpoint(cfg) as ep:
-        client = _client(ep, cfg, out, "student")
+        cache = None if cfg.fresh else out / "calls-student.sqlite"
+        client = LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
         try:
             extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset),
                                          concurrency=cfg.concurrency)
@@ -224,21 +228,22 @@ def student_model_name(cfg: BenchConfig) -> str:
     return f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}"
 
 
-async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, concurrency: int) -> Overhead:
+async def measure_overhead(ep: Endpoint, preds: Sequence[LabelledRecord], wall: float, concurrency: int
+                           ) -> Overhead:
     """Replay the run's fresh calls as plain requests of the same prompt/completion size, straight to the
     server, with the same concurrency; the gap to the teacher's wall time is what the toolkit costs."""
     from openai import AsyncOpenAI
 
-    calls = [c for r in preds for c in (r.model_extra or {}).get("debate", {}).get("calls", []) if not c["cached"]]
+    calls = [c for r in preds if r.debate for c in r.debate.calls if not c.cached]
     sdk = AsyncOpenAI(base_url=ep.url, api_key="no-key", max_retries=2)
     gate = asyncio.Semaphore(concurrency)
 
-    async def replay(i: int, call: dict[str, Any]) -> None:
-        filler = f"{i} " + "a " * max(call["prompt_tokens"] - 12, 1)
+    async def replay(i: int, call: CallLog) -> None:
+        filler = f"{i} " + "a " * max(call.prompt_tokens - 12, 1)
         async with gate:
             await sdk.chat.completions.create(
                 model=ep.model, messages=[{"role": "user", "content": filler}], temperature=0.0,
-                max_tokens=max(call["completion_tokens"], 1), extra_body={"ignore_eos": True})
+                max_tokens=max(call.completion_tokens, 1), extra_body={"ignore_eos": True})
 
     _, replay_wall = await _timed(asyncio.gather(*(replay(i, c) for i, c in enumerate(calls))))
     await sdk.close()
@@ -246,7 +251,7 @@ async def measure_overhead(ep: Endpoint, preds: Sequence[Record], wall: float, c
                     overhead_fraction=round((wall - replay_wall) / wall, 4) if wall else 0.0)
 
 
-def _save_row(out: Path, method: str, cfg: BenchConfig, preds: list[Record], wall: float, model: str,
+def _save_row(out: Path, method: str, cfg: BenchConfig, preds: list[LabelledRecord], wall: float, model: str,
               overhead: Overhead | None) -> MeasuredRow:
     write_records(out / "predictions" / f"{method}.jsonl", preds)
     row = MeasuredRow(settings=cfg.settings_key(method), wall_s=wall, model=model,
@@ -259,7 +264,7 @@ def _metrics(method: str, row: MeasuredRow, gold: list[Record], out: Path, datas
              cfg: BenchConfig) -> MethodMetrics:
     from ie.scoring import evaluate
 
-    preds = read_records(out / "predictions" / f"{method}.jsonl")
+    preds = read_labelled(out / "predictions" / f"{method}.jsonl")
     scores = evaluate(gold, preds, dataset.task_schema, **score_options(dataset).model_dump())
     _, price = price_for(dataset, cfg, row.model)
     return calculate_metrics(method, row.model, scores, preds, row.wall_s, price)
@@ -306,7 +311,7 @@ def write_viewer(out: Path, gold: list[Record], dataset: DatasetConfig, cfg: Ben
     from ie.view import run_view
     from ie.viewer import PAGE, write_page
 
-    runs = {m: read_records(out / "predictions" / f"{m}.jsonl") for m in cfg.methods}
+    runs = {m: read_labelled(out / "predictions" / f"{m}.jsonl") for m in cfg.methods}
     view = run_view(f"Bench: {name}", [f"Methods: {', '.join(cfg.methods)}; scores in bench.md."], runs, gold,
                     dataset.task_schema, score_options(dataset))
     return write_page(out / PAGE, view)

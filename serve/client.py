@@ -38,7 +38,8 @@ from ie.llm.client import STRUCTURED_OUTPUTS, Endpoint, LLMClient, Timeouts
 from ie.llm.types import SamplingParams
 from ie.logs import add_verbose_flag, setup_logging
 from ie.mentions import MentionRules
-from ie.record_stats import stats_of
+from ie.record_stats import RecordStats
+from ie.records import LabelledRecord
 from ie.schema import Record, write_records
 from ie.student_format import answer_model, build_messages, mention_rules, parse_answer
 from ie.windows import label_in_windows
@@ -63,37 +64,36 @@ class StudentExtractor:
         self.concurrency = concurrency
         self.budget_s = budget_s  # seconds a record may take, re-asks included (None: no budget)
 
-    async def extract_record(self, record: Record) -> Record:
+    async def extract_record(self, record: Record) -> LabelledRecord:
         started = time.perf_counter()
         messages = build_messages(record.text, self.schema)
         result, failure = await within_budget(self.client.structured(messages, self._answer_model, self.params),
                                               self.budget_s)
         if failure is not None:
-            stats = {"failed": failure[0], "error": failure[1], "wall_s": round(time.perf_counter() - started, 4)}
-            return record.unlabelled().model_copy(update={"stats": stats})
+            stats = RecordStats(failed=failure[0], error=failure[1], wall_s=round(time.perf_counter() - started, 4))
+            return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=stats)
         (c,) = result  # type: ignore[misc]
-        tokens = (record.model_extra or {}).get("tokens")
-        parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules, tokens)
-        stats = {"calls": c.usage.calls, "prompt_tokens": c.usage.prompt_tokens,
-                 "completion_tokens": c.usage.completion_tokens,
-                 "prefix_cached_tokens": c.usage.prefix_cached_tokens, "failed_calls": int(not c.ok),
-                 "truncated_calls": int(c.truncated), "cached": c.cached, **parsed.model_extra["stats"],
-                 "wall_s": round(time.perf_counter() - started, 4)}
-        if not c.ok:
-            stats["error"] = c.error
-        base = record.unlabelled()
-        return base.model_copy(update={"entities": parsed.entities, "relations": parsed.relations,
-                                       "stats": stats})
+        parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules,
+                              record.tokens)
+        error = parsed.stats.error if c.ok else c.error
+        stats = RecordStats(calls=c.usage.calls, prompt_tokens=c.usage.prompt_tokens,
+                            completion_tokens=c.usage.completion_tokens,
+                            prefix_cached_tokens=c.usage.prefix_cached_tokens, failed_calls=int(not c.ok),
+                            truncated_calls=int(c.truncated), cached=c.cached, ungrounded=parsed.stats.ungrounded,
+                            invalid=parsed.stats.invalid, wall_s=round(time.perf_counter() - started, 4),
+                            **({"error": error} if error else {}))
+        return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, entities=parsed.entities,
+                              relations=parsed.relations, stats=stats)
 
     async def extract_batch(self, items: Sequence[str | Record],
-                            on_record: Callable[[Record], None] | None = None) -> list[Record]:
+                            on_record: Callable[[LabelledRecord], None] | None = None) -> list[LabelledRecord]:
         """One record per item, in order; a `str` item gets the id of its position. At most `concurrency`
         records are in flight, so a record's `wall_s` is its own service time, not its wait in the queue."""
         records = [Record(id=str(i), text=x) if isinstance(x, str) else x for i, x in enumerate(items)]
         gate = asyncio.Semaphore(self.concurrency)
         budget = await student_budget(self.client, self.schema, self.params.max_tokens, self.context_tokens)
 
-        async def one(record: Record) -> Record:
+        async def one(record: Record) -> LabelledRecord:
             async with gate:
                 out = await label_in_windows(record, budget, self.extract_record, self.params.max_tokens // 2)
             if on_record is not None:
@@ -108,7 +108,7 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
                         max_reasks: int = 2, structured_output: str = "json_schema", timeouts: Timeouts = Timeouts(),
                         budget_s: float | None = None, retries: int = 4,
-                        context_tokens: int | None = None) -> list[Record]:
+                        context_tokens: int | None = None) -> list[LabelledRecord]:
     """The records, unfinished ones included (marked `stats.failed`)."""
     ep = Endpoint(endpoint, model, api_key_env, timeouts=timeouts, structured_output=structured_output)
     client = LLMClient.from_endpoints([ep], cache_path=cache_path, concurrency=concurrency,
@@ -121,7 +121,7 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
 
 
 def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, config: str | Path,
-            **kwargs) -> Record | list[Record]:
+            **kwargs) -> LabelledRecord | list[LabelledRecord]:
     """One text -> one record; a list -> a list. `config`: the dataset config (path or name) the student was
     trained for: its schema and mention rules.
     Raises `IncompleteRun` when a record did not finish (see the module docstring)."""
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = [Failure.of(r) for r in labelled if failure_of(r) is not None]
     write_records(args.out, out)
     write_failures(args.out.with_suffix(".failures.jsonl"), failures)
-    stats = [stats_of(r) for r in out]
+    stats = [r.stats for r in out]
     totals = {k: sum(getattr(s, k) or 0 for s in stats) for k in (
         "calls", "prompt_tokens", "completion_tokens", "failed_calls", "truncated_calls", "ungrounded", "invalid")}
     run = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def write_viewer(path: Path, out: Sequence[Record], gold: Sequence[Record], dataset: DatasetConfig, model: str
+def write_viewer(path: Path, out: Sequence[LabelledRecord], gold: Sequence[Record], dataset: DatasetConfig, model: str
                  ) -> Path:
     """The run's page (`ie.viewer`) beside its records: what the student found, against the input's own labels
     when it has any."""
@@ -219,7 +219,7 @@ def write_viewer(path: Path, out: Sequence[Record], gold: Sequence[Record], data
     return write_page(path, view)
 
 
-def summary(total: int, out: Sequence[Record], gold: Sequence[Record], dataset: DatasetConfig, path: Path,
+def summary(total: int, out: Sequence[LabelledRecord], gold: Sequence[Record], dataset: DatasetConfig, path: Path,
             failed: int) -> str:
     """The run's closing lines; the finished records scored against the input's own labels when it has any."""
     from ie.scoring import evaluate

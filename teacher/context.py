@@ -6,11 +6,11 @@ import json
 import random
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from ie.claims import AgentId, AgentIdText, SettlementText
+from ie.claims import AgentId
 from ie.config import TaskSchema
 from ie.datasets.tokens import token_offsets
 from ie.grounding import span_pattern
@@ -19,6 +19,7 @@ from ie.llm.client import LLMClient
 from ie.llm.types import Completion, SamplingParams, TransportError, Usage
 from ie.mentions import MentionProfile, MentionRules
 from ie.record_stats import RecordStats
+from ie.records import CallLog, Transcript
 from ie.schema import Record
 from teacher.config import TeacherConfig
 from teacher.templates import render
@@ -27,47 +28,11 @@ T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
 
-class Stance(BaseModel):
-    """One agent's stance on a conflict in one round (round 0: its own claim)."""
-    round: int
-    agent: AgentIdText
-    choice: str  # an option's letter, or N
-    confidence: float
-    reason: str
-
-
-class ConflictLog(BaseModel):
-    """One conflict in the transcript: its options, who took which stance when, and how it was settled."""
-    id: str
-    kind: str
-    options: list[str]
-    agents: list[AgentIdText]
-    stances: list[Stance]
-    settled_by: SettlementText
-    winner: str | None
-
-
-class Transcript(BaseModel):
-    """The record's `debate` extra: every call, every conflict and how it was settled, each long mention's name
-    extent check, Δ per cross-task round, and the types routed to agents (see `teacher.routing`)."""
-    method: str
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-    conflicts: list[ConflictLog] = Field(default_factory=list)
-    alignment: list[dict[str, Any]] = Field(default_factory=list)
-    extents: list[dict[str, Any]] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    routing: dict[str, Any] = Field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Its JSON form, as the record's `debate` holds it."""
-        return self.model_dump(mode="json")
-
-
 class RecordContext:
     def __init__(self, record: Record, schema: TaskSchema, client: LLMClient, cfg: TeacherConfig, method: str,
                  mentions: MentionProfile | None = None):
         self.record, self.text, self.schema, self.client, self.cfg = record, record.text, schema, client, cfg
-        tokens = (record.model_extra or {}).get("tokens")
+        tokens = record.tokens
         bounds = tuple(token_offsets(tokens)) if tokens and " ".join(tokens) == record.text else ()
         self.rules = MentionRules(mentions or MentionProfile(), bounds)
         profile = self.rules.profile
@@ -105,12 +70,8 @@ class RecordContext:
         completions = await self._answered(lambda: self.client.structured(messages, answer, params, n=n,
                                                                           spans=self.spans))
         for i, c in enumerate(completions):
-            entry: dict[str, Any] = {"role": role, "agent": str(agent), "template": f"{template}.txt"}
-            if round is not None:
-                entry["round"] = round
-            if n > 1:
-                entry["sample"] = i
-            self._log(entry, c)
+            self._log(CallLog(role=role, agent=str(agent), template=f"{template}.txt", round=round,
+                              sample=i if n > 1 else None), c)
         return completions
 
     async def choose(self, template: str, options: dict[str, list[str]], /, *, role: str, agent: AgentId,
@@ -123,7 +84,7 @@ class RecordContext:
         if key not in self._choices:
             self._choices[key] = await self._answered(
                 lambda: self.client.choose(messages, options, SamplingParams(seed=self.cfg.seed)))
-            entry = {"role": role, "agent": str(agent), "template": f"{template}.txt", "asked": fields.get("mention")}
+            entry = CallLog(role=role, agent=str(agent), template=f"{template}.txt", asked=fields.get("mention"))
             self._log(entry, self._choices[key])
         return [self._choices[key]]
 
@@ -138,17 +99,14 @@ class RecordContext:
             self.unanswered = exc
             raise
 
-    def _log(self, entry: dict[str, Any], c: Completion) -> None:
+    def _log(self, entry: CallLog, c: Completion) -> None:
         self.usage.add(c.usage)
         self.failed_calls += not c.ok
         self.truncated_calls += c.truncated
-        entry.update(answer=c.value.model_dump() if c.ok else c.raw, prompt_tokens=c.usage.prompt_tokens,
-                     completion_tokens=c.usage.completion_tokens, attempts=c.attempts, cached=c.cached)
-        if c.error:
-            entry["error"] = c.error
-        if c.truncated:
-            entry["truncated"] = True  # cut off at max_tokens; its complete items were kept
-        self.transcript.calls.append(entry)
+        self.transcript.calls.append(entry.model_copy(update={
+            "answer": c.value.model_dump() if c.ok else c.raw, "prompt_tokens": c.usage.prompt_tokens,
+            "completion_tokens": c.usage.completion_tokens, "attempts": c.attempts, "cached": c.cached,
+            "error": c.error or None, "truncated": True if c.truncated else None}))
 
     def note(self, message: str) -> None:
         self.transcript.notes.append(message)
@@ -163,6 +121,6 @@ class RecordContext:
             ungrounded_items=self.ungrounded,
             conflicts=len(settled),
             unresolved_conflicts=sum(s.how == "fallback" for s in settled),
-            agents_skipped_by_routing=len(self.transcript.routing.get("skipped", {})),
+            agents_skipped_by_routing=len(self.transcript.routing.skipped) if self.transcript.routing else 0,
             wall_s=round(wall_s, 3),
         )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ie.claims import Arg, EntityDecision, RelationDecision
 from ie.config import TaskSchema
+from ie.records import AlignmentRound
 from teacher.alignment import Check, Delta, align, delta
 from teacher.answers import verify_answer
 from teacher.context import RecordContext
@@ -114,6 +115,7 @@ async def cross_task(ctx: RecordContext, entities: list[EntityDecision], debated
             checked.update(await verify(ctx, fresh, relations, round))
             asked |= set(fresh.to_check)
         entities, relations, actions = align(entities, relations, gap, checked)
-        ctx.transcript.alignment.append({"round": round, "before": gap.as_dict(), "actions": actions,
-                                         "after": delta(entities, relations).as_dict()})
+        after = delta(entities, relations).as_dict()
+        ctx.transcript.alignment.append(AlignmentRound.model_validate({"round": round, "before": gap.as_dict(),
+                                                                       "actions": actions, "after": after}))
     return entities, relations

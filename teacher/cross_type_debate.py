@@ -26,6 +26,7 @@ from ie.claims import (
     Settlement,
     uncontested,
 )
+from ie.records import ConflictLog, Stance
 from teacher.answers import debate_answer
 from teacher.conflicts import (
     Conflict,
@@ -37,7 +38,7 @@ from teacher.conflicts import (
     relation_conflicts,
     render_conflicts,
 )
-from teacher.context import ConflictLog, RecordContext, Stance
+from teacher.context import RecordContext
 from teacher.likelihood_judge import LIKELIHOOD_SUMMARIZER
 from teacher.summarizer import fallback, summarize
 

@@ -6,10 +6,10 @@ typing, grounded offsets) and its transcript - the same finishing for every meth
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ie.claims import assemble, flatten
 from ie.config import TaskSchema
+from ie.records import Transcript
 from ie.schema import Record
 from teacher.baselines import Outcome, direct, direct_re, one_step
 from teacher.confidence import score
@@ -61,11 +61,11 @@ def check_method(method: str, schema: TaskSchema) -> None:
         raise ValueError(f"method {method}: the schema has no relation types; use direct")
 
 
-async def label(record: Record, method: str, ctx: RecordContext) -> tuple[Record, dict[str, Any]]:
+async def label(record: Record, method: str, ctx: RecordContext) -> tuple[Record, Transcript]:
     """(the labelled record, its transcript)."""
     entities, relations = await METHODS[method](record, ctx)
     entities, relations = score(entities, relations)
     if not ctx.schema.nested_entities:
         entities = flatten(entities)
-    return assemble(record, entities, relations), ctx.transcript.as_dict()
+    return assemble(record, entities, relations), ctx.transcript
 

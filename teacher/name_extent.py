@@ -16,6 +16,7 @@ from string import Template
 
 from ie.claims import Arg, EntityDecision
 from ie.mentions import ground
+from ie.records import ExtentLog
 from teacher.answers import agent_answers
 from teacher.context import RecordContext
 from teacher.likelihood_judge import type_words
@@ -57,6 +58,6 @@ async def trim_names(ctx: RecordContext, entities: Sequence[EntityDecision]) -> 
             trimmed[key] = inner.text
             d = replace(d, claim=replace(d.claim, arg=inner))
         kept.setdefault(d.claim.arg, d)
-    ctx.transcript.extents += [{"mention": text, "type": etype, "name": names[(text, etype)],
-                                "trimmed_to": trimmed.get((text, etype))} for text, etype in long]
+    ctx.transcript.extents += [ExtentLog(mention=text, type=etype, name=names[(text, etype)],
+                                         trimmed_to=trimmed.get((text, etype))) for text, etype in long]
     return list(kept.values())

@@ -11,7 +11,7 @@ from statistics import mean
 from typing import Any
 
 from ie.config import DatasetConfig, score_options
-from ie.record_stats import stats_of
+from ie.records import LabelledRecord, Transcript
 from ie.schema import Record
 from ie.scoring import PRF, Scores, TaskScores, evaluate
 from teacher.config import TeacherConfig
@@ -20,32 +20,31 @@ COST_KEYS = ("calls", "cached_calls", "failed_calls", "prompt_tokens", "completi
              "wall_s")
 
 
-def run_summary(predictions: Sequence[Record]) -> dict[str, Any]:
+def run_summary(predictions: Sequence[LabelledRecord]) -> dict[str, Any]:
     """Totals and per-record means of the teacher's own stats (pure)."""
-    stats = [stats_of(r) for r in predictions]
-    debates = [(r.model_extra or {}).get("debate", {}) for r in predictions]
+    stats = [r.stats for r in predictions]
+    debates = [r.debate or Transcript(method="") for r in predictions]
     n = max(len(predictions), 1)
     totals = {k: sum(getattr(s, k) for s in stats) for k in COST_KEYS}
-    conflicts = [c for d in debates for c in d.get("conflicts", [])]
-    rounds = [a for d in debates for a in d.get("alignment", [])]
+    conflicts = [c for d in debates for c in d.conflicts]
+    rounds = [a for d in debates for a in d.alignment]
     return {
         "records": len(predictions),
         "totals": {k: round(v, 3) for k, v in totals.items()},
         "per_record": {k: round(v / n, 3) for k, v in totals.items()},
         "tokens_per_record": round((totals["prompt_tokens"] + totals["completion_tokens"]) / n, 1),
-        "conflicts": {"found": len(conflicts), "by_kind": dict(Counter(c["kind"] for c in conflicts)),
-                      "settled_by": dict(Counter(c["settled_by"] for c in conflicts))},
-        "alignment": {"re_only_before": sum(len(a["before"]["re_only"]) for a in rounds),
-                      "re_only_after": sum(len(a["after"]["re_only"]) for a in rounds),
-                      "actions": dict(Counter(x["action"] for a in rounds for x in a["actions"]))},
-        "extents": {"checked": sum(len(d.get("extents", [])) for d in debates),
-                    "trimmed": sum(bool(e["trimmed_to"]) for d in debates for e in d.get("extents", []))},
-        "routing": {"records": sum(bool(d.get("routing")) for d in debates),
+        "conflicts": {"found": len(conflicts), "by_kind": dict(Counter(c.kind for c in conflicts)),
+                      "settled_by": dict(Counter(str(c.settled_by) for c in conflicts))},
+        "alignment": {"re_only_before": sum(len(a.before.re_only) for a in rounds),
+                      "re_only_after": sum(len(a.after.re_only) for a in rounds),
+                      "actions": dict(Counter(x.action for a in rounds for x in a.actions))},
+        "extents": {"checked": sum(len(d.extents) for d in debates),
+                    "trimmed": sum(bool(e.trimmed_to) for d in debates for e in d.extents)},
+        "routing": {"records": sum(d.routing is not None for d in debates),
                     "agents_skipped": sum(s.agents_skipped_by_routing for s in stats),
-                    "fallbacks": sum(bool((d.get("routing") or {}).get("fallback")) for d in debates)},
-        "notes": dict(Counter(note for d in debates for note in d.get("notes", []) if "skipped" not in note)),
-        "mean_record_confidence": round(mean((r.model_extra or {}).get("confidence", 0.0) for r in predictions), 4)
-        if predictions else 0.0,
+                    "fallbacks": sum(bool(d.routing and d.routing.fallback) for d in debates)},
+        "notes": dict(Counter(note for d in debates for note in d.notes if "skipped" not in note)),
+        "mean_record_confidence": round(mean(r.confidence or 0.0 for r in predictions), 4) if predictions else 0.0,
     }
 
 
@@ -123,7 +122,7 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Record], dataset: DatasetConfig,
+def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[LabelledRecord], dataset: DatasetConfig,
                  cfg: TeacherConfig) -> TeacherMetrics:
     """Scored as the dataset config's `score:` section says (`--re-mode` overrides its relation matching)."""
     from teacher.routing import gold_types_kept, gold_types_ranked

@@ -20,6 +20,7 @@ from pydantic import BaseModel, create_model
 
 from ie.claims import AgentId
 from ie.config import TaskSchema
+from ie.records import LabelledRecord, RoutingLog
 from ie.schema import Record
 from teacher.answers import _items
 from teacher.context import RecordContext
@@ -43,11 +44,11 @@ class Routing:
     answer: dict[str, Any] | None = None  # the router's validated answer, or P(yes) by type
     fallback: str | None = None  # why every type was routed instead (the call's error)
 
-    def as_dict(self) -> dict[str, Any]:
-        """As JSON holds it (lists, not tuples), so a record reads the same before and after it is written."""
-        return {"entity_types": list(self.entity_types), "relation_types": list(self.relation_types),
-                "skipped": {str(agent): why for agent, why in self.skipped.items()}, "answer": self.answer,
-                "fallback": self.fallback}
+    def log(self) -> RoutingLog:
+        """As the transcript holds it (agents by name)."""
+        return RoutingLog(entity_types=list(self.entity_types), relation_types=list(self.relation_types),
+                          skipped={str(agent): why for agent, why in self.skipped.items()}, answer=self.answer,
+                          fallback=self.fallback)
 
 
 def enabled(ctx: RecordContext) -> bool:
@@ -138,27 +139,28 @@ async def route(ctx: RecordContext) -> Routing:
     if not enabled(ctx):
         return every_type(ctx.schema)
     routing = await ROUTERS[ctx.cfg.route_by](ctx)
-    ctx.transcript.routing = routing.as_dict()
+    ctx.transcript.routing = routing.log()
     return routing
 
 
-def _routed(gold: Sequence[Record], predictions: Sequence[Record]) -> Iterator[tuple[dict[str, Any], Record]]:
+def _routed(gold: Sequence[Record], predictions: Sequence[LabelledRecord]
+            ) -> Iterator[tuple[RoutingLog, Record]]:
     """Each routed prediction's transcript `routing`, with the gold record of its sentence."""
     by_id = {r.id: r for r in gold}
     for pred in predictions:
-        routing = (pred.model_extra or {}).get("debate", {}).get("routing")
+        routing = pred.debate.routing if pred.debate else None
         if routing and pred.id in by_id:
             yield routing, by_id[pred.id]
 
 
-def gold_types_kept(gold: Sequence[Record], predictions: Sequence[Record]) -> dict[str, Any]:
+def gold_types_kept(gold: Sequence[Record], predictions: Sequence[LabelledRecord]) -> dict[str, Any]:
     """Of the distinct gold entity and relation types of each routed sentence, how many its routing kept (pure):
     the recall routing can cost at most."""
     counts = {"entity_types": [0, 0], "relation_types": [0, 0]}
     for routing, truth in _routed(gold, predictions):
         for key, found in (("entity_types", {e.type for e in truth.entities}),
                            ("relation_types", {r.type for r in truth.relations})):
-            counts[key][0] += len(found & set(routing[key]))
+            counts[key][0] += len(found & set(getattr(routing, key)))
             counts[key][1] += len(found)
     return {key: {"kept": kept, "gold": total, "fraction": round(kept / total, 4) if total else None}
             for key, (kept, total) in counts.items()}
@@ -167,7 +169,7 @@ def gold_types_kept(gold: Sequence[Record], predictions: Sequence[Record]) -> di
 RANKED_AT = (1, 2, 4)
 
 
-def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[Record], schema: TaskSchema,
+def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[LabelledRecord], schema: TaskSchema,
                       ks: Sequence[int] = RANKED_AT) -> dict[str, Any]:
     """Whether the likelihood router's scores rank, whatever the threshold (pure): of the distinct gold relation
     types of each sentence routed by likelihood, how many are among its k highest-scored relation types, against
@@ -175,7 +177,7 @@ def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[Record], sch
     names = list(schema.relation_types)
     top, chance, total, records = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0), 0, 0
     for routing, truth in _routed(gold, predictions):
-        scores = routing.get("answer")
+        scores = routing.answer
         if not names or not scores or not all(isinstance(p, float) for p in scores.values()):
             continue  # no relation types, or routed by an answer (lists of names, no scores)
         ranked = sorted(names, key=lambda t: -scores.get(t, 1.0))

@@ -8,25 +8,24 @@ or its labelling raised) is not written but listed in `failures.jsonl` (`ie.fail
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.failures import Failure, IncompleteRun, failure_of, within_budget, write_failures
-from ie.llm.client import Endpoint, LLMClient
+from ie.llm.client import LLMClient
 from ie.mentions import MentionProfile
-from ie.record_stats import stats_of
-from ie.schema import Record, RecordFormatError, append_record, iter_records, parse_record
+from ie.records import LabelledRecord, iter_labelled, parse_labelled
+from ie.schema import Record, RecordFormatError, append_record
 from teacher.confidence import record_confidence
 from teacher.config import TeacherConfig
 from teacher.context import RecordContext
+from teacher.labeller import open_labeller
 from teacher.methods import check_method, label
 from teacher.windowed import label_long, method_budget
 
@@ -39,7 +38,7 @@ RESUMABLE_CHANGES = frozenset({"limit", "offset", "concurrency", "progress", "ou
 
 
 async def label_one(record: Record, method: str, schema: TaskSchema, client: LLMClient,
-                    cfg: TeacherConfig, mentions: MentionProfile | None = None) -> Record:
+                    cfg: TeacherConfig, mentions: MentionProfile | None = None) -> LabelledRecord:
     """One record labelled, with its `debate` transcript, `stats` and record-level `confidence`. A record that
     did not finish (see `ie.failures`) has `stats.failed` (the reason) and `stats.error`."""
     ctx = RecordContext(record.unlabelled(), schema, client, cfg, method, mentions)
@@ -49,20 +48,19 @@ async def label_one(record: Record, method: str, schema: TaskSchema, client: LLM
     except Exception as exc:  # one record's failure must not sink a long run; it is reported, not written
         log.exception("record %s: %s failed", record.id, method)
         labelled, failure = None, (type(exc).__name__, f"{type(exc).__name__}: {exc}")
-    out, transcript = labelled or (ctx.record, ctx.transcript.as_dict())
+    out, transcript = labelled or (ctx.record, ctx.transcript)
     stats = ctx.stats(time.perf_counter() - started)
     if failure:
         log.debug("record %s failed: %s", record.id, failure[1])
         stats.failed, stats.error = failure
     confs = [e.confidence or 0.0 for e in out.entities] + [r.confidence or 0.0 for r in out.relations]
     confidence = record_confidence(confs, stats.failed_calls, stats.unresolved_conflicts)
-    return Record(**out.model_dump(exclude_none=True), debate=transcript, stats=stats.as_dict(),
-                  confidence=confidence)
+    return LabelledRecord(**dict(out), debate=transcript, stats=stats, confidence=confidence)
 
 
 async def label_records(records: Sequence[Record], method: str, schema: TaskSchema, client: LLMClient,
-                        cfg: TeacherConfig, on_record: Callable[[Record], None] | None = None,
-                        mentions: MentionProfile | None = None) -> list[Record]:
+                        cfg: TeacherConfig, on_record: Callable[[LabelledRecord], None] | None = None,
+                        mentions: MentionProfile | None = None) -> list[LabelledRecord]:
     """Label `records` with `method`, at most `cfg.concurrency` at once; `on_record` sees each as it
     finishes. Returns them in input order. Records that failed carry `stats.failed` and `stats.error`. A text
     too long for the endpoint's context is labelled in windows (`teacher.windowed`). `mentions`: the dataset
@@ -71,7 +69,7 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
     gate = asyncio.Semaphore(cfg.concurrency)
     budget = await method_budget(client, cfg, schema)
 
-    async def one(record: Record) -> Record:
+    async def one(record: Record) -> LabelledRecord:
         async with gate:
             out = await label_long(record, budget, cfg.window_tokens, method,
                                    lambda r: label_one(r, method, schema, client, cfg, mentions))
@@ -95,11 +93,11 @@ def load_records(cfg: TeacherConfig, config_path: Path) -> tuple[list[Record], D
     return records, dataset
 
 
-def finished(path: Path, records: Sequence[Record]) -> list[Record]:
+def finished(path: Path, records: Sequence[Record]) -> list[LabelledRecord]:
     """The labelled records of `records` in a predictions file: same id and same text (first copy of a repeat)."""
     wanted = {(r.id, r.text) for r in records}
-    found: dict[tuple[str, str], Record] = {}
-    for record in iter_records(path) if path.exists() else ():
+    found: dict[tuple[str, str], LabelledRecord] = {}
+    for record in iter_labelled(path) if path.exists() else ():
         if (record.id, record.text) in wanted:
             found.setdefault((record.id, record.text), record)
     return list(found.values())
@@ -126,7 +124,7 @@ def repair_predictions(path: Path, records: Sequence[Record]) -> None:
                         path, lineno)
             torn = True
             continue
-        record = parse_record(obj, path, lineno)
+        record = parse_labelled(obj, path, lineno)
         if texts.get(record.id, record.text) != record.text:
             superseded += 1
             continue
@@ -157,26 +155,16 @@ def prepare_out(cfg: TeacherConfig, mentions: MentionProfile | None = None) -> P
     return out
 
 
-def endpoint(cfg: TeacherConfig) -> contextlib.AbstractContextManager[Endpoint]:
-    """The endpoint given, or the embedded llama.cpp server with one slot per concurrent record."""
-    from ie.llm.local import ensure_endpoint
-
-    if cfg.endpoint:
-        return ensure_endpoint(cfg.model_name, cfg.endpoint, api_key_env=cfg.api_key_env,
-                               structured_output=cfg.structured_output)
-    return ensure_endpoint(cfg.model, None, n_parallel=cfg.concurrency)
-
-
 async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, client: LLMClient,
-                      cfg: TeacherConfig) -> list[Record]:
+                      cfg: TeacherConfig) -> list[LabelledRecord]:
     from tqdm import tqdm
 
     bar = tqdm(total=len(todo), unit="rec", disable=not cfg.progress, file=sys.stderr)
     tokens, started = 0, time.perf_counter()
 
-    def on_record(record: Record) -> None:
+    def on_record(record: LabelledRecord) -> None:
         nonlocal tokens
-        stats = stats_of(record)
+        stats = record.stats
         if stats.failed is None:
             append_record(out / PREDICTIONS, record)
         tokens += stats.prompt_tokens + stats.completion_tokens
@@ -190,28 +178,18 @@ async def _label_into(out: Path, todo: list[Record], dataset: DatasetConfig, cli
         bar.close()
 
 
-def client_for(ep: Endpoint, cfg: TeacherConfig, cache_path: Path | None = None) -> LLMClient:
-    """The client of `ep` with `cfg`'s timeouts, concurrency, re-asks and retries; calls cached at `cache_path`."""
-    return LLMClient.from_endpoints([replace(ep, timeouts=cfg.timeouts())], cache_path=cache_path,
-                                    concurrency=cfg.concurrency, max_parse_retries=cfg.parse_retries,
-                                    max_retries=cfg.retries)
-
-
-async def _label_with_endpoint(out: Path, todo: list[Record], dataset: DatasetConfig, ep: Endpoint,
-                               cfg: TeacherConfig) -> list[Record]:
-    client = client_for(ep, cfg, out / CACHE if cfg.cache else None)
-    try:
-        return await _label_into(out, todo, dataset, client, cfg)
-    finally:
-        await client.aclose()
+async def _label_opened(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: TeacherConfig
+                        ) -> list[LabelledRecord]:
+    """`todo` labelled by `cfg`'s labeller (`teacher.labeller`), its calls cached in the run folder."""
+    async with open_labeller(cfg, out / CACHE if cfg.cache else None) as labeller:
+        return await _label_into(out, todo, dataset, labeller.client, cfg)
 
 
 def _label_todo(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: TeacherConfig,
-                client: LLMClient | None) -> list[Record]:
+                client: LLMClient | None) -> list[LabelledRecord]:
     if client is not None:
         return asyncio.run(_label_into(out, todo, dataset, client, cfg))
-    with endpoint(cfg) as ep:
-        return asyncio.run(_label_with_endpoint(out, todo, dataset, ep, cfg))
+    return asyncio.run(_label_opened(out, todo, dataset, cfg))
 
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:

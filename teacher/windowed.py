@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ie.config import TaskSchema
 from ie.llm.client import LLMClient
 from ie.llm.server_info import client_endpoints, served_context
-from ie.record_stats import stats_of
+from ie.records import LabelledRecord, Transcript, WindowLabel, WindowSpan
 from ie.schema import Record
 from ie.windows import context_tokens, estimate_tokens, label_in_windows, text_budget
 from teacher.confidence import record_confidence
@@ -44,32 +43,27 @@ async def method_budget(client: LLMClient, cfg: TeacherConfig, schema: TaskSchem
     return budget
 
 
-def _joined(windows: list[dict[str, Any]], method: str) -> dict[str, Any]:
-    """The windows' transcripts as one: each list's entries tagged with their window, plus the window offsets."""
-    debate: dict[str, Any] = {"method": method, "windows": []}
+def _joined(windows: list[WindowLabel], method: str) -> Transcript:
+    """The windows' transcripts as one: each entry tagged with its window, the notes, and the window offsets."""
+    debate = Transcript(method=method, windows=[WindowSpan(start=w.start, end=w.end, confidence=w.confidence)
+                                                for w in windows])
     for i, w in enumerate(windows):
-        part = w.get("debate") or {}
-        for key, value in part.items():
-            if isinstance(value, list):
-                tagged = [{**x, "window": i} if isinstance(x, dict) else x for x in value]
-                debate.setdefault(key, []).extend(tagged)
-        debate["windows"].append({"start": w["start"], "end": w["end"], "confidence": w.get("confidence")})
+        part = w.debate or Transcript(method=method)
+        for name in ("calls", "conflicts", "alignment", "extents"):
+            getattr(debate, name).extend(x.model_copy(update={"window": i}) for x in getattr(part, name))
+        debate.notes.extend(part.notes)
     return debate
 
 
 async def label_long(record: Record, budget: int | None, size: int, method: str,
-                     label_one: Callable[[Record], Awaitable[Record]]) -> Record:
+                     label_one: Callable[[Record], Awaitable[LabelledRecord]]) -> LabelledRecord:
     """`label_one(record)`, or when the text exceeds `budget` its windows (of at most `size` estimated tokens)
     labelled and merged: one `debate`
     (every call tagged with its `window`; `debate.windows` holds the offsets), summed `stats`, and the record
     `confidence` recomputed over the merged items."""
     out = await label_in_windows(record, budget, label_one, size)
-    extras = dict(out.model_extra or {})
-    if "windows" not in extras:
+    if out.windows is None:
         return out
-    debate = _joined(extras.pop("windows"), method)
-    stats = stats_of(out)
     confs = [e.confidence or 0.0 for e in out.entities] + [r.confidence or 0.0 for r in out.relations]
-    confidence = record_confidence(confs, stats.failed_calls, stats.unresolved_conflicts)
-    base = out.model_dump(exclude_none=True, exclude=set(out.model_extra or {}))
-    return Record(**base, **extras, debate=debate, confidence=confidence)
+    confidence = record_confidence(confs, out.stats.failed_calls, out.stats.unresolved_conflicts)
+    return out.model_copy(update={"windows": None, "debate": _joined(out.windows, method), "confidence": confidence})

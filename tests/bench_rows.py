@@ -2,7 +2,7 @@
 to any agent."""
 import json
 
-from ie.schema import Record
+from ie.records import LabelledRecord
 from ie.scoring import PRF, NerErrors, RelationScores, Scores, TaskScores
 from serve.bench_metrics import Price, calculate_metrics
 
@@ -17,7 +17,7 @@ def bench_scores(ner=(0.0, 0.0, 0.0), re=(0.0, 0.0, 0.0)) -> Scores:
 
 
 def pred_with_stats(calls, prompt, completion, wall, cached=0, prefix=0):
-    return Record(id="x", text="t", stats={"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
+    return LabelledRecord(id="x", text="t", stats={"calls": calls, "prompt_tokens": prompt, "completion_tokens": completion,
                                            "wall_s": wall, "cached_calls": cached, "prefix_cached_tokens": prefix})
 
 

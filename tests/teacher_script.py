@@ -53,14 +53,14 @@ class Script:
         return answer if isinstance(answer, (str, ChatResponse)) else json.dumps(answer)
 
     def roles(self, record):
-        return [(c["role"], c["agent"]) for c in record.model_extra["debate"]["calls"]]
+        return [(c.role, c.agent) for c in record.debate.calls]
 
 
 def label(script, text, method="crossagentie", schema=SCHEMA, **cfg):
     client = LLMClient([script.transport])
     [out] = asyncio.run(label_records([Record(id="r", text=text)], method, schema, client,
                                       TeacherConfig(method=method, **cfg)))
-    assert "error" not in out.model_extra["stats"], out.model_extra["stats"]
+    assert "error" not in out.stats, out.stats
     return out
 
 

@@ -31,7 +31,7 @@ def test_a_teacher_method_labels_a_batch_in_order_with_grounded_offsets():
     assert [r.id for r in records] == ["0", "1"] and [r.text for r in records] == texts
     assert [(e.start, e.end, e.type, e.text) for e in records[1].entities] == [
         (0, 4, "Loc", "NASA"), (11, 18, "Loc", "Houston")]
-    assert all(set(r.model_extra) >= {"debate", "stats", "confidence"} for r in records)
+    assert all(r.debate and r.confidence is not None and r.stats.calls for r in records)
     assert len(server.requests) == 2 and {b["model"] for b in server.requests} == {"m"}
     assert {b["max_tokens"] for b in server.requests} == {154}  # the setting reached the teacher (direct: 2x)
 
@@ -54,7 +54,7 @@ def test_the_student_labels_with_the_schemas_relations():
                                       endpoint=server.url, model_name="student", retries=0, max_reasks=0)
     assert [(e.start, e.end, e.type) for e in record.entities] == [(0, 4, "Org"), (11, 18, "Loc")]
     assert [(r.head, r.type, r.tail) for r in record.relations] == [(0, "OrgBased_In", 1)]
-    assert record.model_extra["stats"]["calls"] == 1 and "debate" not in record.model_extra
+    assert record.stats.calls == 1 and record.debate is None
     assert server.requests[0]["model"] == "student"
     assert server.requests[0]["response_format"]["type"] == "json_schema"
 
@@ -116,6 +116,6 @@ def test_a_teacher_method_labels_through_the_api_on_the_real_embedded_model(endp
                                          model_name=endpoint.model, max_tokens=64)
     assert [r.text for r in records] == texts
     for record in records:
-        assert record.model_extra["debate"]["method"] == "direct" and record.model_extra["stats"]["failed_calls"] == 0
+        assert record.debate.method == "direct" and record.stats.failed_calls == 0
         assert all(record.text[e.start:e.end] == e.text for e in record.entities)
 

@@ -17,7 +17,7 @@ from distill.__main__ import main as distill_main
 from distill.review import ReviewError, apply_reviewed, label_config, parse_export, reviewed_records, sample, task
 from ie.config import DATA_ENV, load_config, resolve_config_path
 from ie.records import LabelledRecord
-from ie.schema import Record, read_records, write_records
+from ie.schema import read_records, write_records
 from tests.debate_record import PREDICTED
 from tests.distill_records import SCHEMA, teacher_records
 
@@ -45,7 +45,7 @@ def test_a_task_carries_the_teacher_s_labels_as_a_scored_prediction():
 
 
 def test_a_sample_takes_the_least_confident_records_or_a_seeded_random_few():
-    records = [LabelledRecord.model_validate(r.model_dump(exclude={"debate"})) for r in teacher_records()]
+    records = teacher_records()
     assert [r.id for r in sample(records, 2, lowest_confidence=True)] == ["train-0", "train-1"]
     assert sample(records, 3, False, seed=1) == sample(records, 3, False, seed=1) != records[:3]
     assert sample(records, None, True) == records
@@ -55,8 +55,7 @@ def test_the_real_label_studio_export_reads_back_as_reviewed_records():
     tasks = parse_export(json.loads(EXPORT.read_text()), EXPORT)
     [reviewed] = reviewed_records(tasks, EXPORT)
     assert (reviewed.id, reviewed.text) == ("rec-1", PREDICTED.text)
-    assert [(e.text, e.type, e.confidence) for e in reviewed.entities] == [
-        ("Jake Garn", "Peop", 1.0), ("NASA", "Org", 1.0), ("Houston", "Loc", 1.0)]
+    assert [(e.text, e.type) for e in reviewed.entities] == [("Jake Garn", "Peop"), ("NASA", "Org"), ("Houston", "Loc")]
     assert [(reviewed.entities[r.head].text, r.type, reviewed.entities[r.tail].text) for r in reviewed.relations] == [
         ("Jake Garn", "Work_For", "NASA")]
 
@@ -69,8 +68,8 @@ def test_an_export_whose_region_is_not_its_text_is_refused_naming_the_task():
         reviewed_records(parse_export(data, "x.json"), "x.json")
 
 
-def _reviewed(record_id: str, text: str, type_: str = "Loc") -> Record:
-    return Record(id=record_id, text=text, confidence=1.0,
+def _reviewed(record_id: str, text: str, type_: str = "Loc") -> LabelledRecord:
+    return LabelledRecord(id=record_id, text=text,
                   entities=[{"start": 0, "end": 3, "type": type_, "text": text[:3], "confidence": 1.0}])
 
 
@@ -91,7 +90,7 @@ def test_a_reviewed_record_changes_what_distill_writes(tmp_path, monkeypatch, ca
     config.write_text(json.dumps({"name": "toy", "format": "records", "schema": json.loads(SCHEMA.model_dump_json()),
                                   "distill": {"threshold": 0.6, "exclude_splits": []}}))
     corrected = teacher_records()[0].model_copy(update={"relations": []})  # a person removed the relation
-    write_records(tmp_path / "reviewed.jsonl", reviewed_records_of([corrected]))
+    write_records(tmp_path / "reviewed.jsonl", [corrected])
     argv = ["--teacher", str(tmp_path / "teacher"), "--config", str(config), "--sweep-per-type", "all"]
     assert distill_main([*argv, "--out", str(tmp_path / "plain")]) == 0
     assert distill_main([*argv, "--out", str(tmp_path / "reviewed"), "--reviewed", str(tmp_path / "reviewed.jsonl")]) == 0
@@ -103,13 +102,6 @@ def test_a_reviewed_record_changes_what_distill_writes(tmp_path, monkeypatch, ca
     rows = [json.loads(line) for f in ("train.jsonl", "validation.jsonl")
             for line in (tmp_path / "reviewed" / "per_type_all" / f).read_text().splitlines()]
     assert any("Ann lives in Town0 ." in json.dumps(row) for row in rows)
-
-
-def reviewed_records_of(records: list[Record]) -> list[Record]:
-    """Records as `review import` writes them: every item at confidence 1.0."""
-    return [r.model_copy(update={"confidence": 1.0,
-                                 "entities": [e.model_copy(update={"confidence": 1.0}) for e in r.entities]})
-            for r in records]
 
 
 def test_review_export_and_import_on_the_command_line(tmp_path, capsys):

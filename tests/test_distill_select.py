@@ -11,6 +11,7 @@ from distill.select import (
     select,
 )
 from ie.config import TaskSchema
+from ie.records import LabelledRecord
 from ie.schema import Entity, Record, Relation
 
 SCHEMA = TaskSchema.model_validate({
@@ -22,7 +23,7 @@ SCHEMA = TaskSchema.model_validate({
 
 
 def rec(rid: str, ents: list[str], rels=(), conf: float = 0.9, item_conf: float | None = None, text=None,
-        **stats) -> Record:
+        **stats) -> LabelledRecord:
     """A teacher-like record: one made-up word per entity type, all items at `item_conf` (default `conf`)."""
     words = [f"W{rid}x{k}" for k in range(len(ents))]
     body = text or " ".join(words) + " ."
@@ -32,8 +33,9 @@ def rec(rid: str, ents: list[str], rels=(), conf: float = 0.9, item_conf: float 
                                confidence=conf if item_conf is None else item_conf))
         pos += len(w) + 1
     relations = [Relation(head=h, tail=t, type=ty, confidence=conf) for h, t, ty in rels]
-    return Record(id=rid, text=body, entities=entities if text is None else [],
-                  relations=relations if text is None else [], confidence=conf, stats=stats, debate=["..."])
+    return LabelledRecord(id=rid, text=body, entities=entities if text is None else [],
+                          relations=relations if text is None else [], confidence=conf, stats=stats,
+                          debate={"method": "crossagentie"})
 
 
 def test_screen_counts_every_reason():
@@ -61,10 +63,10 @@ def test_screen_counts_every_reason():
 
 
 def test_missing_confidence_fails_unless_threshold_is_zero():
-    bare = Record(id="g", text="x")
+    bare = LabelledRecord(id="g", text="x")
     assert record_confidence(bare) is None
     assert screen([bare], 0.5).rejected == {"g": [LOW_CONFIDENCE]}
-    failed = bare.model_copy(update={"stats": {"failed_calls": 2}})
+    failed = LabelledRecord(id="g", text="x", stats={"failed_calls": 2})
     assert screen([failed], 0.0).rejected == {"g": [FAILED_CALLS]}
     assert [r.id for r in screen([failed], 0.0, max_failed_calls=2).passed] == ["g"]
     assert [r.id for r in screen([bare], 0.0).passed] == ["g"]

@@ -6,10 +6,10 @@ import pytest
 
 from ie.failures import Failure, IncompleteRun, failure_of, text_sha256, within_budget, write_failures
 from ie.llm.types import TransportError
-from ie.schema import Record
+from ie.records import LabelledRecord
 
-FAILED = Record(id="a", text="Bo runs .", stats={"failed": "read timeout", "error": "ReadTimeout: no token in 30 s"})
-DONE = Record(id="b", text="Al walks .", stats={"calls": 1})
+FAILED = LabelledRecord(id="a", text="Bo runs .", stats={"failed": "read timeout", "error": "ReadTimeout: no token in 30 s"})
+DONE = LabelledRecord(id="b", text="Al walks .", stats={"calls": 1})
 
 
 def test_a_failed_record_is_listed_with_its_reason_and_the_run_summarised_in_one_line(tmp_path):

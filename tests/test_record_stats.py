@@ -5,8 +5,8 @@ import json
 import pytest
 
 from ie.config import REPO_ROOT
-from ie.record_stats import RecordStats, stats_of
-from ie.schema import Record
+from ie.record_stats import RecordStats
+from ie.records import LabelledRecord
 
 TEACHER = {"calls": 8, "cached_calls": 1, "prompt_tokens": 900, "completion_tokens": 120, "prefix_cached_tokens": 64,
            "failed_calls": 0, "truncated_calls": 0, "ungrounded_items": 2, "conflicts": 1, "unresolved_conflicts": 0,
@@ -32,7 +32,7 @@ def test_the_saved_results_stats_round_trip_in_order():
 
 
 def test_a_counter_a_labeller_does_not_write_reads_zero():
-    stats = stats_of(Record(id="1", text="t", stats=STUDENT))
+    stats = LabelledRecord(id="1", text="t", stats=STUDENT).stats
     assert stats.cached_calls == 0 and stats.unresolved_conflicts == 0 and stats.calls == 1 and stats.failed is None
-    assert stats_of(Record(id="2", text="t")) == RecordStats()
-    assert stats_of(Record(id="3", text="t", stats=STUDENT_FAILED)).failed == "read timeout"
+    assert LabelledRecord(id="2", text="t").stats == RecordStats()
+    assert LabelledRecord(id="3", text="t", stats=STUDENT_FAILED).stats.failed == "read timeout"

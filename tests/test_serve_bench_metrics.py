@@ -93,6 +93,6 @@ def test_student_target_needs_teacher_f1_an_eighth_of_its_cost_and_answers_that_
 
 def test_rows_count_cut_off_answers():
     preds = [pred_with_stats(1, 10, 384, 1.0), pred_with_stats(1, 10, 20, 1.0)]
-    preds[0].model_extra["stats"]["truncated_calls"] = 1
+    preds[0].stats.truncated_calls = 1
     row = calculate_metrics("student", "m", bench_scores(), preds, 2.0, Price())
     assert row.truncated_calls == 1 and row.as_dict()["truncated_calls"] == 1

@@ -9,7 +9,8 @@ from ie.failures import IncompleteRun, failure_of
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.llm.types import SamplingParams, TransportError
-from ie.schema import Record, read_records, write_records
+from ie.records import read_labelled
+from ie.schema import Record, write_records
 from ie.student_format import answer_model, build_messages, mention_rules
 from serve.client import StudentExtractor, extract, main
 from tests.teacher_script import GOLD as TEACHER_GOLD
@@ -36,9 +37,9 @@ async def test_extract_grounds_spans_and_reports_stats():
         ("Lee Harvey Oswald", "Peop", 0), ("John F. Kennedy", "Peop", 23), ("Dallas", "Loc", 42)]
     assert [(rec.entities[r.head].text, r.type, rec.entities[r.tail].text) for r in rec.relations] == [
         ("Lee Harvey Oswald", "Kill", "John F. Kennedy")]
-    stats = rec.model_extra["stats"]
-    assert stats["calls"] == 1 and stats["failed_calls"] == 0 and stats["ungrounded"] == 1
-    assert "error" not in stats
+    stats = rec.stats
+    assert stats.calls == 1 and stats.failed_calls == 0 and stats.ungrounded == 1
+    assert stats.error is None
     request = transport.requests[0]
     assert request.messages == build_messages(TEXT, SCHEMA)
     assert request.response_format["type"] == "json_schema"
@@ -67,11 +68,11 @@ async def test_an_answer_cut_off_at_the_token_limit_keeps_its_items_and_is_count
     cut = GOOD[:GOOD.index('[" Dallas"') + 4]  # the two people, then the token limit inside the third item
     ex, _ = extractor(lambda req: ChatResponse([Choice(cut, finish_reason="length")], 300, 384))
     (rec,) = await ex.extract_batch([TEXT])
-    stats = rec.model_extra["stats"]
-    assert stats["truncated_calls"] == 1 and stats["failed_calls"] == 0 and stats["calls"] == 1
+    stats = rec.stats
+    assert stats.truncated_calls == 1 and stats.failed_calls == 0 and stats.calls == 1
     assert [e.text for e in rec.entities] == ["Lee Harvey Oswald", "John F. Kennedy"]
     (whole,) = await extractor(lambda req: GOOD)[0].extract_batch([TEXT])
-    assert whole.model_extra["stats"]["truncated_calls"] == 0
+    assert whole.stats.truncated_calls == 0
 
 
 async def test_invalid_answer_is_reasked_then_recorded_not_raised():
@@ -80,20 +81,20 @@ async def test_invalid_answer_is_reasked_then_recorded_not_raised():
     inputs = [Record(id="a", text=TEXT, meta={"k": 1}), Record(id="b", text="Nothing here .")]
     recs = await ex.extract_batch(inputs)
     assert [r.id for r in recs] == ["a", "b"]
-    stats = recs[0].model_extra["stats"]
-    assert stats["failed_calls"] == 1 and stats["calls"] == 3 and "invalid answer" in stats["error"]
+    stats = recs[0].stats
+    assert stats.failed_calls == 1 and stats.calls == 3 and "invalid answer" in stats.error
     # what the raw answer still held is salvaged: the valid entity, grounded; the unknown type counted
     assert [(e.text, e.type) for e in recs[0].entities] == [("Dallas", "Loc")]
-    assert stats["invalid"] == 1
+    assert stats.invalid == 1
     assert len(transport.requests) == 6
 
 
 async def test_transport_failure_marks_the_record_unfinished_not_empty():
     ex, _ = extractor(lambda req: TransportError("HTTP 400: bad request", retryable=False, status=400))
     (rec,) = await ex.extract_batch(["Some text ."])
-    stats = rec.model_extra["stats"]
-    assert failure_of(rec) == "HTTP 400" and stats["error"] == "HTTP 400: bad request"
-    assert set(stats) == {"failed", "error", "wall_s"}
+    stats = rec.stats
+    assert failure_of(rec) == "HTTP 400" and stats.error == "HTTP 400: bad request"
+    assert set(stats.as_dict()) == {"failed", "error", "wall_s"}
 
 
 async def test_a_record_past_its_time_budget_is_unfinished():
@@ -132,14 +133,14 @@ def test_cli_end_to_end_against_embedded_smollm(tmp_path):
         # 8 tokens cannot hold even empty lists: the answer is cut off, counted, and still a valid record
         cut = extract("Ann lives in Rome .", endpoint=server.base_url, model=server.model_name, config="conll04",
                       max_reasks=0, params=SamplingParams(max_tokens=8))
-    assert isinstance(one, Record) and one.id == "0" and one.model_extra["stats"]["calls"] == 1
-    assert cut.model_extra["stats"]["truncated_calls"] == 1 and cut.model_extra["stats"]["failed_calls"] == 0
-    recs = read_records(out)  # validates offsets and entity texts
+    assert isinstance(one, Record) and one.id == "0" and one.stats.calls == 1
+    assert cut.stats.truncated_calls == 1 and cut.stats.failed_calls == 0
+    recs = read_labelled(out)  # validates offsets and entity texts
     assert [r.id for r in recs] == ["s1", "s2"]
     for r in recs:
         assert all(e.type in SCHEMA.entity_types for e in r.entities)
         assert all(r.text[e.start:e.end] == e.text for e in r.entities)
-        assert r.model_extra["stats"]["calls"] == 1  # --max-reasks 0: one call a record, valid or not
+        assert r.stats.calls == 1  # --max-reasks 0: one call a record, valid or not
     run = json.loads(out.with_suffix(".run.json").read_text())
     assert run["records"] == 2 and run["totals"]["calls"] == 2
     assert set(run["totals"]) == {"calls", "prompt_tokens", "completion_tokens", "failed_calls", "truncated_calls",
@@ -162,8 +163,8 @@ async def test_the_student_path_writes_compact_json_on_the_real_server(endpoint)
     assert answer.raw.startswith('{"entities":[') and '", "' not in answer.raw and '": "' not in answer.raw
     assert all(len(item) == 2 for item in json.loads(answer.raw)["entities"])  # [text, type]
     assert all(len(item) == 3 for item in json.loads(answer.raw).get("relations", []))  # no argument types
-    stats = record.model_extra["stats"]
-    assert stats["calls"] == 1 and stats["failed_calls"] == 0
+    stats = record.stats
+    assert stats.calls == 1 and stats.failed_calls == 0
     assert all(record.text[e.start:e.end] == e.text for e in record.entities)
 
 
@@ -180,7 +181,7 @@ async def test_record_wall_time_is_service_time_not_queueing():
     transport = SlowTransport(lambda req: GOOD)
     ex = StudentExtractor(LLMClient([transport], concurrency=1), SCHEMA, concurrency=1)
     recs = await ex.extract_batch([TEXT] * 6)
-    walls = [r.model_extra["stats"]["wall_s"] for r in recs]
+    walls = [r.stats.wall_s for r in recs]
     assert len(transport.requests) == 6 and max(walls) < 0.15, walls
 
 
@@ -204,13 +205,13 @@ def test_cli_leaves_failed_records_out_exits_1_and_a_rerun_labels_them(tmp_path,
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "2 of 2 records failed (2 connection error" in err
     assert "python -m serve.client --endpoint" in err
-    assert read_records(tmp_path / "out.jsonl") == []
+    assert read_labelled(tmp_path / "out.jsonl") == []
     failures = [json.loads(x) for x in (tmp_path / "out.failures.jsonl").read_text().splitlines()]
     assert [f["id"] for f in failures] == ["s1", "s2"]
     with FaultServer(always(VALID), port=port) as server:
         assert main(args) == 0
     assert len(server.requests) == 2 and not (tmp_path / "out.failures.jsonl").exists()
-    assert [r.id for r in read_records(tmp_path / "out.jsonl")] == ["s1", "s2"]
+    assert [r.id for r in read_labelled(tmp_path / "out.jsonl")] == ["s1", "s2"]
 
 
 def test_cli_redacts_an_echoed_key_and_library_extract_raises(tmp_path, capsys, monkeypatch):

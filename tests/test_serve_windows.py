@@ -3,7 +3,8 @@ a refused request from fake_openai.py (which refuses long requests as llama.cpp 
 answers, window by window, merge into the text's gold."""
 from fault_server import FaultServer, Reply
 
-from ie.schema import read_records, write_records
+from ie.records import read_labelled
+from ie.schema import write_records
 from ie.student_format import render_answer
 from ie.windows import split_windows
 from serve.client import main as client_main
@@ -22,8 +23,8 @@ def test_the_student_client_labels_a_long_text_in_windows_without_a_refused_requ
     assert client_main(["--endpoint", server.url, "--model", "fake", "--input", str(tmp_path / "in.jsonl"),
                         "--config", "conll04", "--out", str(out), "--max-reasks", "0"]) == 0
     assert server.statuses() == ["200"] * len(windows)
-    (pred,) = read_records(out)
-    assert pred.model_extra["stats"]["windows"] == len(windows) == len(pred.model_extra["windows"])
+    (pred,) = read_labelled(out)
+    assert pred.stats.windows == len(windows) == len(pred.windows)
 
     # A perfect student: each window's gold, written as the student is trained to write it.
     answers = {w.text: render_answer(w, SCHEMA) for w in window_gold(gold, windows)}
@@ -37,6 +38,6 @@ def test_the_student_client_labels_a_long_text_in_windows_without_a_refused_requ
                             "--config", "conll04", "--out", str(out), "--max-reasks", "0",
                             "--context-tokens", str(N_CTX)]) == 0
     assert len(student.requests) == len(windows)
-    (pred,) = read_records(out)
+    (pred,) = read_labelled(out)
     assert [e.key for e in pred.entities] == [e.key for e in gold.entities]
     assert len(pred.relations) == len(gold.relations)

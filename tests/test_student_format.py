@@ -53,7 +53,7 @@ def test_round_trip_teacher_record_to_example_and_back():
     assert [m["role"] for m in messages] == ["system", "user", "assistant"]
     back = parse_answer(record.text, messages[-1]["content"], SCHEMA, record.id)
     assert labels(back) == labels(record)
-    assert back.model_extra["stats"] == {"ungrounded": 0, "invalid": 0}
+    assert back.stats.as_dict() == {"ungrounded": 0, "invalid": 0}
     # the same through the structured-output model
     value = answer_model(SCHEMA).model_validate_json(messages[-1]["content"])
     assert labels(parse_answer(record.text, value, SCHEMA)) == labels(record)
@@ -110,21 +110,21 @@ def test_parse_grounds_like_the_teacher_and_counts_bad_items():
     assert [(e.text, e.type) for e in r.entities] == [("Robert F. Kennedy", "Peop"), ("Sirhan Sirhan", "Peop")]
     assert [(r.entities[x.head].text, x.type, r.entities[x.tail].text) for x in r.relations] == [
         ("Sirhan Sirhan", "Kill", "Robert F. Kennedy")]
-    assert r.model_extra["stats"] == {"ungrounded": 1, "invalid": 4}  # City, the object, Shot, the 1-argument one
+    assert r.stats.as_dict() == {"ungrounded": 1, "invalid": 4}  # City, the object, Shot, the 1-argument one
 
 
 def test_parse_snaps_spans_to_tokens():
     tokens = ["He", "flew", "to", "Boise."]
     r = parse_answer(" ".join(tokens), {"entities": [["Boise", "Loc"]], "relations": []},
                      SCHEMA, tokens=tokens)
-    assert [e.text for e in r.entities] == ["Boise."] and r.model_extra["tokens"] == tokens
+    assert [e.text for e in r.entities] == ["Boise."] and r.tokens == tokens
 
 
 @pytest.mark.parametrize("raw", ["", "no json here", "{not json}", "[1, 2]"])
 def test_unusable_answer_gives_empty_record_with_error(raw):
     r = parse_answer("Some text .", raw, SCHEMA, "x")
     assert r.entities == [] and r.relations == []
-    assert r.model_extra["stats"]["error"]
+    assert r.stats.error
 
 
 def test_answer_model_enumerates_types():

@@ -175,5 +175,5 @@ def test_llama_cpp_serves_the_merged_gguf_like_peft(memorized, tmp_path):
 
     record = crossagentie.extract("NASA is in Houston .", schema="conll04", method="student",
                                   model=str(report.out_path), max_reasks=0)
-    assert record.model_extra["stats"]["calls"] == 1
+    assert record.stats.calls == 1
     assert all(record.text[e.start:e.end] == e.text for e in record.entities)

@@ -1,14 +1,14 @@
 """`ie.summary`: the lines a run ends with, from its records and, with gold, its scores."""
 from pathlib import Path
 
-from ie.schema import Record
+from ie.records import LabelledRecord
 from ie.scoring import Scores
 from ie.summary import RunSummary
 
 
 def test_summary_lines_from_records_and_metrics():
-    labelled = [Record(id="a", text="x", stats={"calls": 3, "prompt_tokens": 1000, "completion_tokens": 200}),
-                Record(id="b", text="y", stats={"calls": 1, "prompt_tokens": 300, "completion_tokens": 100})]
+    labelled = [LabelledRecord(id="a", text="x", stats={"calls": 3, "prompt_tokens": 1000, "completion_tokens": 200}),
+                LabelledRecord(id="b", text="y", stats={"calls": 1, "prompt_tokens": 300, "completion_tokens": 100})]
     def prf(f1):
         return {"precision": f1, "recall": f1, "f1": f1, "tp": 0, "fp": 0, "fn": 0}
 

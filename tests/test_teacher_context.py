@@ -24,15 +24,15 @@ from tests.teacher_script import (
 def test_malformed_answer_is_reasked_through_the_client():
     script = Script({("MentionList", "Peop"): ['{"items": [{"text": "Ronald', items("Ronald Reagan")]})
     out = label(script, DIXON, method="type-agents")
-    peop = next(c for c in out.model_extra["debate"]["calls"] if c["agent"] == "ner:Peop")
-    assert peop["attempts"] == 2 and "error" not in peop
-    assert ("Ronald Reagan", "Peop") in entities(out) and out.model_extra["stats"]["failed_calls"] == 0
+    peop = next(c for c in out.debate.calls if str(c.agent) == "ner:Peop")
+    assert peop.attempts == 2 and peop.error is None
+    assert ("Ronald Reagan", "Peop") in entities(out) and out.stats.failed_calls == 0
 
 
 def test_an_answer_that_never_validates_is_counted_not_raised():
     script = Script({("MentionList", "Peop"): "Ronald Reagan is a person."})
     out = label(script, DIXON, method="type-agents", parse_retries=0)
-    assert out.model_extra["stats"]["failed_calls"] == 1 and out.model_extra["confidence"] < 0.5
+    assert out.stats.failed_calls == 1 and out.confidence < 0.5
 
 
 def test_a_record_makes_no_call_after_one_got_no_answer():
@@ -55,16 +55,18 @@ def test_a_record_makes_no_call_after_one_got_no_answer():
 
 def test_transcript_and_stats_keep_their_json_form():
     from ie.record_stats import RecordStats
-    from teacher.context import ConflictLog, Transcript
+    from ie.records import ConflictLog, LabelledRecord, Transcript
 
     conflict = {"id": "e1", "kind": "label", "options": ['"A" is Loc', '"A" is Org'], "agents": ["ner:Loc", "ner:Org"],
                 "stances": [{"round": 1, "agent": "ner:Loc", "choice": "B", "confidence": 0.8, "reason": "r"}],
                 "settled_by": "consensus_round_2", "winner": '"A" is Org'}
     log = ConflictLog.model_validate(conflict)
-    assert log.settled_by.round == 2 and log.agents[1].name == "Org" and log.model_dump(mode="json") == conflict
+    assert log.settled_by.round == 2 and log.agents[1].name == "Org"
+    assert log.model_dump(mode="json", exclude_none=True) == conflict
     transcript = Transcript(method="crossagentie", conflicts=[log], notes=["n"])
-    assert transcript.as_dict() == {"method": "crossagentie", "calls": [], "conflicts": [conflict], "alignment": [],
-                                    "extents": [], "notes": ["n"], "routing": {}}
+    written = LabelledRecord(id="r", text="A", debate=transcript).model_dump(mode="json", exclude_none=True)
+    assert written["debate"] == {"method": "crossagentie", "calls": [], "conflicts": [conflict], "alignment": [],
+                                 "extents": [], "notes": ["n"]}
     stats = RecordStats(**dict.fromkeys(TEACHER_STATS[:-1], 0), wall_s=0.5)
     stats.failed, stats.error = "timeout", "TimeoutError: t"  # as `label_one` marks a record that did not finish
     assert list(stats.as_dict()) == [*TEACHER_STATS, "failed", "error"]

@@ -25,15 +25,15 @@ def test_conflict_settled_by_consensus_in_round_one_without_summarizer():
     script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("B"), ("DebateAnswer", "Org"): stance("B")})
     out = label(script, SMITHSONIAN, max_rounds=2, summarizer="generate")
     assert entities(out) == [("Smithsonian", "Org"), ("Washington", "Loc")]
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["kind"] == "label" and conflict["settled_by"] == "consensus_round_1"
-    assert conflict["winner"] == '"Smithsonian" is Org'
-    assert [s["round"] for s in conflict["stances"]] == [0, 0, 1, 1]
+    [conflict] = out.debate.conflicts
+    assert conflict.kind == "label" and str(conflict.settled_by) == "consensus_round_1"
+    assert conflict.winner == '"Smithsonian" is Org'
+    assert [s.round for s in conflict.stances] == [0, 0, 1, 1]
     roles = script.roles(out)
     assert sorted(roles[4:6]) == [("debater", "ner:Loc"), ("debater", "ner:Org")]
     assert ("summarizer", "summarizer") not in roles
     assert ("re_agent", "re:OrgBased_In") in roles and ("re_agent", "re:Live_In") not in roles  # no Peop
-    assert out.model_extra["stats"]["conflicts"] == 1 and out.model_extra["stats"]["unresolved_conflicts"] == 0
+    assert out.stats.conflicts == 1 and out.stats.unresolved_conflicts == 0
 
 
 def test_debaters_see_each_others_claims_and_reasons():
@@ -58,8 +58,8 @@ def test_no_conflict_means_no_debate_round_and_no_summarizer(case):
     script = Script(agent_answers(case))
     out = on(case, script, max_rounds=2)
     assert {role for role, _ in script.roles(out)} == {"ner_agent", "re_agent"}
-    assert out.model_extra["stats"]["calls"] == len(case.schema.entity_types) + len(with_pairs(case, found_args(case)))
-    assert out.model_extra["debate"]["conflicts"] == []
+    assert out.stats.calls == len(case.schema.entity_types) + len(with_pairs(case, found_args(case)))
+    assert out.debate.conflicts == []
 
 
 @by_name
@@ -69,9 +69,9 @@ def test_conflict_settled_by_consensus_in_round_one(case):
     script = Script({**agent_answers(case, conflict=True),
                      **{("DebateAnswer", a.split(":", 1)[1]): stance(case.winner_letter()) for a in agents}})
     out = on(case, script, max_rounds=2)
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["options"] == sorted([winner, loser]) and conflict["agents"] == agents
-    assert conflict["settled_by"] == "consensus_round_1" and conflict["winner"] == winner
+    [conflict] = out.debate.conflicts
+    assert conflict.options == sorted([winner, loser]) and list(map(str, conflict.agents)) == agents
+    assert str(conflict.settled_by) == "consensus_round_1" and conflict.winner == winner
     assert called(script, out, "debater") == Counter(agents) and not called(script, out, "summarizer")
     if case.entity_conflict:
         assert (case.conflict[0], case.conflict[1]) in entities(out)

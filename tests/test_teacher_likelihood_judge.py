@@ -33,11 +33,11 @@ def test_likelihood_summarizer_settles_by_the_span_s_most_probable_type_word():
     script = Script({**CONFLICT, ("choice", "Smithsonian"): {"organization": 0.6, "location": 0.3, "none": 0.1}})
     out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
     assert entities(out) == [("Smithsonian", "Org"), ("Washington", "Loc")]
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Org'
-    [judged] = [c for c in out.model_extra["debate"]["calls"] if c["role"] == "summarizer"]
-    assert judged["agent"] == "summarizer:likelihood" and judged["asked"] == "Smithsonian"
-    assert judged["answer"]["probabilities"]["Org"] == pytest.approx(0.6)
+    [conflict] = out.debate.conflicts
+    assert str(conflict.settled_by) == "summarizer" and conflict.winner == '"Smithsonian" is Org'
+    [judged] = [c for c in out.debate.calls if c.role == "summarizer"]
+    assert str(judged.agent) == "summarizer:likelihood" and judged.asked == "Smithsonian"
+    assert judged.answer["probabilities"]["Org"] == pytest.approx(0.6)
     assert not any(schema_name(r) in ("SummaryAnswer", "DebateAnswer") for r in script.transport.requests)
     prompt = next(r for r in script.transport.requests if r.response_format is None).messages[1]["content"]
     assert prompt.startswith('Entity types: person (like "Ronald Reagan" or "Dole"); location (like "America" or')
@@ -48,7 +48,7 @@ def test_likelihood_summarizer_rejects_a_span_only_when_none_beats_every_option(
     script = Script({**CONFLICT, ("choice", "Smithsonian"): {"none": 0.5, "organization": 0.3, "location": 0.2}})
     out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
     assert entities(out) == [("Washington", "Loc")]
-    assert out.model_extra["debate"]["conflicts"][0]["winner"] is None
+    assert out.debate.conflicts[0].winner is None
 
 
 def test_likelihood_summarizer_gives_a_label_conflict_s_span_its_most_probable_type_even_if_unclaimed():
@@ -56,9 +56,9 @@ def test_likelihood_summarizer_gives_a_label_conflict_s_span_its_most_probable_t
     script = Script({**CONFLICT, ("choice", "Smithsonian"): {"person": 0.5, "organization": 0.3, "none": 0.2}})
     out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
     assert entities(out) == [("Smithsonian", "Peop"), ("Washington", "Loc")]
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["options"] == ['"Smithsonian" is Loc', '"Smithsonian" is Org']
-    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Peop'
+    [conflict] = out.debate.conflicts
+    assert conflict.options == ['"Smithsonian" is Loc', '"Smithsonian" is Org']
+    assert str(conflict.settled_by) == "summarizer" and conflict.winner == '"Smithsonian" is Peop'
     assert out.entities[0].confidence == pytest.approx(0.5 * 0.8)  # the verdict alone backs it, as settled by it
 
 
@@ -66,11 +66,11 @@ def test_likelihood_summarizer_without_logprobs_falls_back_to_the_written_verdic
     script = Script({**CONFLICT, "SummaryAnswer": stance("A", key="verdicts")})
     out = label(script, SMITHSONIAN, max_rounds=0, summarizer="likelihood")
     assert ("Smithsonian", "Loc") in entities(out)
-    calls = out.model_extra["debate"]["calls"]
-    agents = [c["agent"] for c in calls]
+    calls = out.debate.calls
+    agents = [c.agent for c in calls]
     judged = calls[agents.index("summarizer:likelihood")]
-    assert "top_logprobs" in judged["error"] and agents.index("summarizer") > agents.index("summarizer:likelihood")
-    assert out.model_extra["stats"]["failed_calls"] == 1
+    assert "top_logprobs" in judged.error and agents.index("summarizer") > agents.index("summarizer:likelihood")
+    assert out.stats.failed_calls == 1
 
 
 def test_likelihood_summarizer_checks_what_relations_require_instead_of_the_type_agents():
@@ -83,7 +83,7 @@ def test_likelihood_summarizer_checks_what_relations_require_instead_of_the_type
     reject = Script({**FEEDBACK, ("choice", "Illinois"): {"person": 0.6, "location": 0.4}})
     out = label(reject, DIXON, summarizer="likelihood")
     assert ("Illinois", "Loc") not in entities(out) and out.relations == []
-    assert out.model_extra["debate"]["alignment"][0]["actions"] == [
+    assert [a.model_dump(exclude_none=True) for a in out.debate.alignment[0].actions] == [
         {"action": "dropped_relation", "relation": "Ronald Reagan Live_In Illinois"}]
 
 
@@ -94,9 +94,9 @@ def test_a_span_judged_in_the_debate_is_not_scored_again_for_alignment():
                      ("choice", "Illinois"): {"person": 0.6, "location": 0.4}})
     out = label(script, DIXON, max_rounds=0, summarizer="likelihood")
     assert ("Illinois", "Peop") in entities(out) and out.relations == []
-    assert out.model_extra["debate"]["alignment"][0]["before"]["type_mismatch"] == ["Illinois: Peop -> Loc"]
+    assert out.debate.alignment[0].before.type_mismatch == ["Illinois: Peop -> Loc"]
     asked = [r for r in script.transport.requests if r.response_format is None]
-    assert len(asked) == 1 and [c.get("asked") for c in out.model_extra["debate"]["calls"]].count("Illinois") == 1
+    assert len(asked) == 1 and [c.asked for c in out.debate.calls].count("Illinois") == 1
 
 
 @by_name
@@ -109,8 +109,8 @@ def test_likelihood_summarizer_on_each_schema(case):
         answers[("choice", mention)] = {words[winner][0]: 0.7, words[loser][0]: 0.2, "none": 0.1}
     script = Script(answers)
     out = on(case, script, max_rounds=0, summarizer="likelihood")
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == case.conflict_labels()[0]
+    [conflict] = out.debate.conflicts
+    assert str(conflict.settled_by) == "summarizer" and conflict.winner == case.conflict_labels()[0]
     judges = called(script, out, "summarizer")
     assert judges == ({"summarizer:likelihood": 1} if case.entity_conflict else {"summarizer": 1})
     assert not called(script, out, "debater")
@@ -142,7 +142,7 @@ def test_likelihood_summarizer_reads_type_word_probabilities_from_the_real_serve
     assert scores is not None and set(scores.probabilities) == {*schema.entity_types, NOT_ENTITY}
     assert sum(scores.probabilities.values()) == pytest.approx(1.0) and 0 < scores.mass <= 1
     [call] = ctx.transcript.calls
-    assert call["asked"] == "Lincoln" and call["completion_tokens"] == 1 and "error" not in call
+    assert call.asked == "Lincoln" and call.completion_tokens == 1 and call.error is None
     assert ctx.usage.calls == 1
 
 

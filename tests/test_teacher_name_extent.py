@@ -6,6 +6,7 @@ import pytest
 from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
 from ie.llm.fake import schema_name
+from ie.records import ExtentLog
 from ie.schema import Record
 from teacher.config import TeacherConfig
 from teacher.likelihood_judge import type_words
@@ -20,8 +21,8 @@ def test_extent_check_cuts_a_long_mention_to_the_name_inside_it_everywhere():
                      "ExtentAnswer": {"name": "Michael Coats"}})
     out = label(script, COATS, extent_check_words=3)
     assert entities(out) == [("Michael Coats", "Peop"), ("Boise", "Loc"), ("Michael Coats", "Peop")]
-    assert out.model_extra["debate"]["extents"] == [
-        {"mention": "Navy Capt. Michael Coats", "type": "Peop", "name": "Michael Coats", "trimmed_to": "Michael Coats"}]
+    assert out.debate.extents == [ExtentLog(mention="Navy Capt. Michael Coats", type="Peop", name="Michael Coats",
+                                            trimmed_to="Michael Coats")]
     [asked] = [r for r in script.transport.requests if schema_name(r) == "ExtentAnswer"]  # one per distinct mention
     assert 'In this text, "Navy Capt. Michael Coats" was labelled person.' in asked.messages[1]["content"]
     assert script.roles(out).count(("extent", "ner:Peop")) == 1
@@ -33,7 +34,7 @@ def test_extent_check_keeps_the_mention_when_the_name_is_not_a_shorter_span_insi
     script = Script({("MentionList", "Peop"): items("Navy Capt. Michael Coats"), "ExtentAnswer": {"name": answer}})
     out = label(script, COATS, extent_check_words=3)
     assert entities(out) == [("Navy Capt. Michael Coats", "Peop")] * 2
-    assert out.model_extra["debate"]["extents"][0]["trimmed_to"] is None
+    assert out.debate.extents[0].trimmed_to is None
 
 
 def test_extent_check_is_off_at_zero_and_skips_short_mentions():
@@ -41,7 +42,7 @@ def test_extent_check_is_off_at_zero_and_skips_short_mentions():
                      "ExtentAnswer": {"name": "Michael Coats"}})
     assert entities(label(script, COATS))[0] == ("Navy Capt. Michael Coats", "Peop")
     out = label(script, COATS, extent_check_words=5)
-    assert out.model_extra["debate"]["extents"] == []
+    assert out.debate.extents == []
     assert not any(schema_name(r) == "ExtentAnswer" for r in script.transport.requests)
 
 
@@ -51,7 +52,7 @@ def test_extent_check_trims_a_long_mention_on_each_schema(case):
     script = Script({**agent_answers(case), "ExtentAnswer": {"name": name}})
     out = on(case, script, extent_check_words=3)
     assert (name, etype) in entities(out) and (long, etype) not in entities(out)
-    assert {"mention": long, "type": etype, "name": name, "trimmed_to": name} in out.model_extra["debate"]["extents"]
+    assert ExtentLog(mention=long, type=etype, name=name, trimmed_to=name) in out.debate.extents
     asked = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "ExtentAnswer"]
     assert sum(f'"{long}" was labelled {type_words(case.schema)[etype][0]}' in a for a in asked) == 1
 
@@ -72,9 +73,9 @@ def test_extent_check_asks_the_real_server_and_keeps_the_span_inside_the_mention
     decisions = [Decision(EntityClaim(a, AgentId("ner", a.type), 0.9), (0.9,)) for a in (long, short)]
     [person, org] = asyncio.run(trim_names(ctx, decisions))
     [call] = ctx.transcript.calls  # "Navy" is one word: not checked
-    assert call["role"] == "extent" and call["prompt_tokens"] > 0 and "error" not in call
+    assert call.role == "extent" and call.prompt_tokens > 0 and call.error is None
     [check] = ctx.transcript.extents
-    assert check["mention"] == long.text and check["name"] == call["answer"]["name"]
+    assert check.mention == long.text and check.name == call.answer.name
     got = person.claim.arg
     assert long.start <= got.start and got.end <= long.end and text[got.start:got.end] == got.text
-    assert check["trimmed_to"] == (got.text if got != long else None) and org.claim.arg == short
+    assert check.trimmed_to == (got.text if got != long else None) and org.claim.arg == short

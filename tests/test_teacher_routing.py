@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from ie.config import load_config, resolve_config_path
 from ie.llm.client import Endpoint, LLMClient, response_format
 from ie.llm.fake import schema_name
+from ie.records import LabelledRecord
 from ie.schema import Entity, Record, Relation
 from teacher.config import TeacherConfig
 from teacher.report import run_summary, write_report
@@ -19,7 +20,7 @@ CONLL = CONLL04.schema
 def test_a_relation_is_skipped_when_no_routed_type_can_fill_a_side():
     routing = decide(CONLL, ["Peop", "Loc"], ["Live_In", "Work_For", "Kill"])
     assert routing.entity_types == ("Peop", "Loc") and routing.relation_types == ("Live_In", "Kill")
-    assert routing.as_dict()["skipped"] == {"ner:Org": NOT_ROUTED, "ner:Other": NOT_ROUTED,
+    assert routing.log().skipped == {"ner:Org": NOT_ROUTED, "ner:Other": NOT_ROUTED,
                                "re:Work_For": "no routed entity type can be its tail",
                                "re:OrgBased_In": NOT_ROUTED, "re:Located_In": NOT_ROUTED}
 
@@ -49,19 +50,19 @@ def test_only_the_routed_agents_are_called(case):
     [prompt] = [r.messages[1]["content"] for r in script.transport.requests if schema_name(r) == "RouteAnswer"]
     assert all(spec.description in prompt for spec in [*case.schema.entity_types.values(),
                                                        *case.schema.relation_types.values()])
-    routing = out.model_extra["debate"]["routing"]
-    assert routing["entity_types"] == [t for t in case.schema.entity_types if t in ents]
-    assert routing["answer"] == {"entity_types": list(ents), "relation_types": list(rels)}
-    assert routing["fallback"] is None
+    routing = out.debate.routing
+    assert routing.entity_types == [t for t in case.schema.entity_types if t in ents]
+    assert routing.answer == {"entity_types": list(ents), "relation_types": list(rels)}
+    assert routing.fallback is None
     assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in ents}
     found = [a for a in found_args(case) if a.type in ents]
-    assert set(called(script, out, "re_agent")) == {f"re:{r}" for r in set(routing["relation_types"]) &
+    assert set(called(script, out, "re_agent")) == {f"re:{r}" for r in set(routing.relation_types) &
                                                     with_pairs(case, found)}
-    assert not set(called(script, out, "ner_agent")) & set(routing["skipped"])
-    assert not set(called(script, out, "re_agent")) & set(routing["skipped"])
+    assert not set(called(script, out, "ner_agent")) & set(routing.skipped)
+    assert not set(called(script, out, "re_agent")) & set(routing.skipped)
     skipped = len(case.schema.entity_types) + len(case.schema.relation_types) - len(ents) - len(
-        routing["relation_types"])
-    assert out.model_extra["stats"]["agents_skipped_by_routing"] == len(routing["skipped"]) == skipped
+        routing.relation_types)
+    assert out.stats.agents_skipped_by_routing == len(routing.skipped) == skipped
     assert run_summary([out])["routing"] == {"records": 1, "agents_skipped": skipped, "fallbacks": 0}
 
 
@@ -79,11 +80,11 @@ def test_the_router_s_menu_comes_before_the_text_so_every_sentence_shares_it():
 def test_a_router_answer_that_never_validates_routes_every_type(case):
     script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": ["Nonsense"], "relation_types": []}})
     out = on(case, script, routing="on", parse_retries=0)
-    routing = out.model_extra["debate"]["routing"]
-    assert routing["fallback"].startswith("invalid answer") and routing["answer"] is None
-    assert routing["entity_types"] == list(case.schema.entity_types) and routing["skipped"] == {}
+    routing = out.debate.routing
+    assert routing.fallback.startswith("invalid answer") and routing.answer is None
+    assert routing.entity_types == list(case.schema.entity_types) and routing.skipped == {}
     assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in case.schema.entity_types}
-    assert out.model_extra["stats"]["agents_skipped_by_routing"] == 0 and out.model_extra["stats"]["failed_calls"] == 1
+    assert out.stats.agents_skipped_by_routing == 0 and out.stats.failed_calls == 1
 
 
 @pytest.mark.parametrize("name, mode, routed", [("conll04", "auto", False), ("nyt", "auto", True),
@@ -92,7 +93,7 @@ def test_auto_routes_only_a_schema_with_many_types(name, mode, routed):
     schema = load_config(resolve_config_path(name)).task_schema
     script = Script({"RouteAnswer": {"entity_types": list(schema.entity_types), "relation_types": []}})
     out = label(script, CONLL04.text, schema=schema, routing=mode)
-    assert bool(called(script, out, "router")) == routed == bool(out.model_extra["debate"]["routing"])
+    assert bool(called(script, out, "router")) == routed == bool(out.debate.routing)
 
 
 @by_name
@@ -107,22 +108,22 @@ def test_likelihood_router_routes_the_types_whose_yes_is_probable_enough(case):
     answers[("route", schema.relation_types[unscored].description)] = "no alternatives"
     script = Script({**agent_answers(case), **answers})
     out = on(case, script, routing="on", route_by="likelihood")
-    routing = out.model_extra["debate"]["routing"]
-    assert routing["entity_types"] == [t for t in schema.entity_types if t in ents]
-    assert set(routing["relation_types"]) == set(decide(schema, ents, rels).relation_types)
-    assert unscored not in routing["answer"] and routing["answer"][ents[0]] == pytest.approx(0.9)
+    routing = out.debate.routing
+    assert routing.entity_types == [t for t in schema.entity_types if t in ents]
+    assert set(routing.relation_types) == set(decide(schema, ents, rels).relation_types)
+    assert unscored not in routing.answer and routing.answer[ents[0]] == pytest.approx(0.9)
     assert called(script, out, "router")["router"] == len(schema.entity_types) + len(schema.relation_types)
     assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in ents}
     stricter = on(case, Script({**agent_answers(case), **answers}), routing="on", route_by="likelihood",
                   route_threshold=0.7)
-    assert set(stricter.model_extra["debate"]["routing"]["relation_types"]) <= {unscored}
+    assert set(stricter.debate.routing.relation_types) <= {unscored}
 
 
 def test_likelihood_router_with_no_scores_routes_every_type():
     script = Script(agent_answers(NYT))
     out = on(NYT, script, routing="on", route_by="likelihood")
-    routing = out.model_extra["debate"]["routing"]
-    assert "top_logprobs" in routing["fallback"] and routing["relation_types"] == list(NYT.schema.relation_types)
+    routing = out.debate.routing
+    assert "top_logprobs" in routing.fallback and routing.relation_types == list(NYT.schema.relation_types)
 
 
 def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_path):
@@ -131,8 +132,9 @@ def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_pat
                             Entity(start=23, end=28, type="Loc", text="Dixon")],
                   relations=[Relation(head=0, tail=1, type="Live_In")])
     routing = {"entity_types": ["Peop"], "relation_types": ["Live_In"], "skipped": {"ner:Loc": NOT_ROUTED}}
-    pred = Record(id="r", text=gold.text, debate={"routing": routing}, stats={"agents_skipped_by_routing": 1})
-    unrouted = Record(id="s", text=gold.text, debate={})
+    pred = LabelledRecord(id="r", text=gold.text, debate={"method": "crossagentie", "routing": routing},
+                          stats={"agents_skipped_by_routing": 1})
+    unrouted = LabelledRecord(id="s", text=gold.text, debate={"method": "crossagentie"})
     golds = [gold, gold.model_copy(update={"id": "s"})]
     kept = gold_types_kept(golds, [pred, unrouted])
     assert kept == {"entity_types": {"kept": 1, "gold": 2, "fraction": 0.5},
@@ -153,8 +155,10 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
     scores = {"Peop": 0.7, "Loc": 0.6, "Live_In": 0.6, "Work_For": 0.5, "Kill": 0.4, "OrgBased_In": 0.3,
               "Located_In": 0.2}
     routed = {"entity_types": ["Peop", "Loc"], "relation_types": ["Live_In", "Work_For"]}
-    by_likelihood = Record(id="r", text=gold.text, debate={"routing": {**routed, "answer": scores}})
-    by_answer = Record(id="s", text=gold.text, debate={"routing": {**routed, "answer": routed}})
+    by_likelihood = LabelledRecord(id="r", text=gold.text,
+                                   debate={"method": "crossagentie", "routing": {**routed, "answer": scores}})
+    by_answer = LabelledRecord(id="s", text=gold.text,
+                               debate={"method": "crossagentie", "routing": {**routed, "answer": routed}})
     golds = [gold, gold.model_copy(update={"id": "s"})]
     ranked = gold_types_ranked(golds, [by_likelihood, by_answer], CONLL)
     assert ranked == {"records": 1, "gold": 2, "top": {"1": 1, "2": 1, "4": 1}, "chance": {"1": 0.4, "2": 0.8, "4": 1.6}}
@@ -169,7 +173,7 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
 def test_routing_is_recorded_only_for_crossagentie(case):
     script = Script({**agent_answers(case), "RouteAnswer": {"entity_types": [], "relation_types": []}})
     out = on(case, script, method="type-agents", routing="on")
-    assert not called(script, out, "router") and out.model_extra["debate"]["routing"] == {}
+    assert not called(script, out, "router") and out.debate.routing is None
 
 
 @pytest.mark.parametrize("route_by", ["answer", "likelihood"])
@@ -187,20 +191,20 @@ def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint,
     cfg = TeacherConfig(**{**FAST, "max_tokens": 96, "routing": "on", "route_by": route_by,
                            "summarizer": "likelihood", "max_rounds": 0})
     [out] = asyncio.run(label_records([Record(id="r", text=text)], "crossagentie", schema, client, cfg))
-    calls, routing = out.model_extra["debate"]["calls"], out.model_extra["debate"]["routing"]
-    routers = [c for c in calls if c["role"] == "router"]
-    assert routers == calls[:len(routers)] and all("error" not in c for c in routers)
-    assert routing["fallback"] is None
+    calls, routing = out.debate.calls, out.debate.routing
+    routers = [c for c in calls if c.role == "router"]
+    assert routers == calls[:len(routers)] and all(c.error is None for c in routers)
+    assert routing.fallback is None
     if route_by == "answer":
         [router] = routers
-        assert router["completion_tokens"] > 0 and router["answer"] == routing["answer"]
-        assert set(routing["answer"]["relation_types"]) <= set(schema.relation_types)
+        assert router.completion_tokens > 0 and router.answer == routing.answer
+        assert set(routing.answer.relation_types) <= set(schema.relation_types)
     else:
         assert len(routers) == len(schema.entity_types) + len(schema.relation_types)
-        assert all(c["completion_tokens"] == 1 for c in routers)
-        assert routing["answer"] and all(0 <= p <= 1 for p in routing["answer"].values())
+        assert all(c.completion_tokens == 1 for c in routers)
+        assert routing.answer and all(0 <= p <= 1 for p in routing.answer.values())
     agents = {f"ner:{t}" for t in schema.entity_types} | {f"re:{r}" for r in schema.relation_types}
-    routed = {f"ner:{t}" for t in routing["entity_types"]} | {f"re:{r}" for r in routing["relation_types"]}
-    assert routed | set(routing["skipped"]) == agents and not routed & set(routing["skipped"])
-    called = {c["agent"] for c in calls if c["role"] in ("ner_agent", "re_agent")}
-    assert called <= routed and out.model_extra["stats"]["agents_skipped_by_routing"] == len(routing["skipped"])
+    routed = {f"ner:{t}" for t in routing.entity_types} | {f"re:{r}" for r in routing.relation_types}
+    assert routed | set(routing.skipped) == agents and not routed & set(routing.skipped)
+    called = {c.agent for c in calls if c.role in ("ner_agent", "re_agent")}
+    assert called <= routed and out.stats.agents_skipped_by_routing == len(routing.skipped)

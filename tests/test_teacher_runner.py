@@ -12,7 +12,8 @@ from ie.llm.cache import CallCache
 from ie.llm.client import LLMClient
 from ie.llm.fake import ScriptedTransport
 from ie.llm.types import TransportError
-from ie.schema import Record, RecordFormatError, read_records, write_records
+from ie.records import read_labelled
+from ie.schema import Record, RecordFormatError, write_records
 from teacher.config import TeacherConfig
 from teacher.runner import run
 from tests.teacher_script import FAST, GOLD, TEACHER_STATS, direct_answer
@@ -33,10 +34,10 @@ def client(transport, out):
 def test_run_writes_predictions_config_metrics_and_report(tmp_path):
     cfg, transport = setup(tmp_path, api_key_env="SECRET_KEY_VAR")
     out = run(cfg, client(transport, cfg.out_dir))
-    preds = read_records(out / "predictions.jsonl")
+    preds = read_labelled(out / "predictions.jsonl")
     assert sorted(p.id for p in preds) == ["a", "b", "c"]
-    assert all(set(p.model_extra) >= {"debate", "stats", "confidence"} for p in preds)
-    assert all(list(p.model_extra["stats"]) == TEACHER_STATS for p in preds)
+    assert all(p.debate and p.confidence is not None for p in preds)
+    assert all(list(p.stats.as_dict()) == TEACHER_STATS for p in preds)
     saved = json.loads((out / "config.json").read_text())
     assert saved["method"] == "direct" and saved["api_key_env"] == "SECRET_KEY_VAR"
     metrics = json.loads((out / "metrics.json").read_text())
@@ -56,8 +57,8 @@ def test_rerun_skips_finished_records_and_a_killed_run_repeats_no_call(tmp_path)
     preds.write_text("\n".join(lines[:1]) + "\n")  # as if killed with two records in flight
     run(cfg, client(transport, cfg.out_dir))
     assert len(transport.requests) == 3  # relabelled from the call cache
-    redone = [r for r in read_records(preds)][1:]
-    assert len(redone) == 2 and all(r.model_extra["stats"]["cached_calls"] == 1 for r in redone)
+    redone = [r for r in read_labelled(preds)][1:]
+    assert len(redone) == 2 and all(r.stats.cached_calls == 1 for r in redone)
 
 
 def test_resuming_with_settings_that_change_labels_is_refused(tmp_path):
@@ -75,22 +76,22 @@ def test_only_the_failed_records_are_retried(tmp_path):
     with pytest.raises(IncompleteRun, match=r"1 of 3 records failed \(1 HTTP 502") as info:
         run(cfg, LLMClient([down], cache=CallCache(cfg.out_dir / "calls.sqlite"), backoff_s=0.0, max_retries=1))
     assert [f.id for f in info.value.failures] == ["b"]
-    assert sorted(r.id for r in read_records(cfg.out_dir / "predictions.jsonl")) == ["a", "c"]
+    assert sorted(r.id for r in read_labelled(cfg.out_dir / "predictions.jsonl")) == ["a", "c"]
     up = ScriptedTransport(direct_answer)
     run(cfg, client(up, cfg.out_dir))
     assert len(up.requests) == 1 and "NASA" in up.requests[0].messages[1]["content"]
-    assert sorted(r.id for r in read_records(cfg.out_dir / "predictions.jsonl")) == ["a", "b", "c"]
+    assert sorted(r.id for r in read_labelled(cfg.out_dir / "predictions.jsonl")) == ["a", "b", "c"]
 
 
 def test_an_answer_that_never_validates_is_a_final_recorded_outcome(tmp_path):
     cfg, _ = setup(tmp_path)
     bad = ScriptedTransport(lambda r: "no JSON today")
     run(cfg, client(bad, cfg.out_dir))  # two re-asks each
-    preds = read_records(cfg.out_dir / "predictions.jsonl")
+    preds = read_labelled(cfg.out_dir / "predictions.jsonl")
     assert len(preds) == 3 and len(bad.requests) == 9
     for p in preds:
-        assert p.entities == [] and p.model_extra["stats"]["failed_calls"] == 1 and "failed" not in p.model_extra["stats"]
-        assert "invalid answer after 3 attempts" in p.model_extra["debate"]["calls"][0]["error"]
+        assert p.entities == [] and p.stats.failed_calls == 1 and "failed" not in p.stats
+        assert "invalid answer after 3 attempts" in p.debate.calls[0].error
     run(cfg, client(bad, cfg.out_dir))
     assert len(bad.requests) == 9  # finished: not asked again
 
@@ -116,7 +117,7 @@ def test_resume_keys_on_id_and_text_so_an_inserted_line_is_labelled(tmp_path, ca
     edit.write_text("NASA is in Houston .\n" + edit.read_text())  # a new first line: every id shifts
     with caplog.at_level(logging.WARNING):
         run(cfg, client(t, cfg.out_dir))
-    preds = {r.id: r for r in read_records(cfg.out_dir / "predictions.jsonl")}
+    preds = {r.id: r for r in read_labelled(cfg.out_dir / "predictions.jsonl")}
     assert {i: r.text for i, r in preds.items()} == {
         "edit-0": "NASA is in Houston .", "edit-1": "Dole met Reagan in Rome .", "edit-2": "Paris is big ."}
     assert [e.text for e in preds["edit-0"].entities] == ["NASA", "Houston"]
@@ -143,7 +144,7 @@ def test_a_torn_last_line_is_dropped_and_relabelled_but_a_torn_line_elsewhere_is
     with caplog.at_level(logging.WARNING):
         run(cfg, client(transport, cfg.out_dir))
     assert "predictions.jsonl:3: dropped a half-written last line" in caplog.text
-    assert len(read_records(preds)) == 3 and len(transport.requests) == 3  # relabelled from the cache
+    assert len(read_labelled(preds)) == 3 and len(transport.requests) == 3  # relabelled from the cache
     lines = preds.read_bytes().splitlines(keepends=True)
     preds.write_bytes(lines[0][:20] + b"\n" + b"".join(lines[1:]))
     with pytest.raises(RecordFormatError, match="predictions.jsonl:1: field '<json>'"):
@@ -181,6 +182,6 @@ def test_unanswered_calls_leave_records_unfinished_and_a_rerun_labels_them(endpo
     failures = [json.loads(x) for x in (tmp_path / "t" / "failures.jsonl").read_text().splitlines()]
     assert {f["reason"] for f in failures} == {"read timeout"} and len(failures) == 2
     out = run(cfg, LLMClient.from_endpoints([endpoint], cache_path=cache, concurrency=2, max_parse_retries=0))
-    preds = read_records(out / "predictions.jsonl")
-    assert len(preds) == 2 and all(p.model_extra["stats"]["calls"] == 1 for p in preds)  # direct, no re-asks
+    preds = read_labelled(out / "predictions.jsonl")
+    assert len(preds) == 2 and all(p.stats.calls == 1 for p in preds)  # direct, no re-asks
     assert not (out / "failures.jsonl").exists()

@@ -20,7 +20,7 @@ def test_soft_self_consistency_weights_by_logprob_or_says_it_fell_back():
                for t in ("Org", "Loc", "Loc")]
     plain = Script({"OneStepAnswer": [json.dumps(a) for a in answers]})
     out = label(plain, DIXON, method="soft-self-consistency", sc_samples=3)
-    assert entities(out) == [("Dixon", "Loc")] and LOGPROB_FALLBACK in out.model_extra["debate"]["notes"]
+    assert entities(out) == [("Dixon", "Loc")] and LOGPROB_FALLBACK in out.debate.notes
     confident = iter([(answers[0], -0.01), (answers[1], -3.0), (answers[2], -3.0)])
 
     def with_logprobs(request):
@@ -29,4 +29,4 @@ def test_soft_self_consistency_weights_by_logprob_or_says_it_fell_back():
     weighted = Script({"OneStepAnswer": ChatResponse([], 0, 0)})
     weighted.transport.script = with_logprobs
     out = label(weighted, DIXON, method="soft-self-consistency", sc_samples=3)
-    assert entities(out) == [("Dixon", "Org")] and not out.model_extra["debate"]["notes"]
+    assert entities(out) == [("Dixon", "Org")] and not out.debate.notes

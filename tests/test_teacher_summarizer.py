@@ -26,8 +26,8 @@ def test_deadlock_goes_to_the_summarizer_after_max_rounds():
     script = Script({**CONFLICT, ("DebateAnswer", "Loc"): stance("A"), ("DebateAnswer", "Org"): stance("B"),
                      "SummaryAnswer": stance("B", 0.7, key="verdicts")})
     out = label(script, SMITHSONIAN, max_rounds=2, summarizer="generate")
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == '"Smithsonian" is Org'
+    [conflict] = out.debate.conflicts
+    assert str(conflict.settled_by) == "summarizer" and conflict.winner == '"Smithsonian" is Org'
     roles = script.roles(out)
     assert roles.count(("debater", "ner:Loc")) == 2 and roles.count(("summarizer", "summarizer")) == 1
     assert ("Smithsonian", "Org") in entities(out)
@@ -39,9 +39,9 @@ def test_only_the_summarizer_may_reject_every_option():
                      "SummaryAnswer": stance("N", key="verdicts")})
     out = label(script, SMITHSONIAN, max_rounds=1)
     assert entities(out) == [("Washington", "Loc")]
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert [s["choice"] for s in conflict["stances"] if s["agent"] == "ner:Loc"] == ["A"]
-    assert conflict["settled_by"] == "summarizer" and conflict["winner"] is None
+    [conflict] = out.debate.conflicts
+    assert [s.choice for s in conflict.stances if str(s.agent) == "ner:Loc"] == ["A"]
+    assert str(conflict.settled_by) == "summarizer" and conflict.winner is None
     summary = next(r for r in script.transport.requests if schema_name(r) == "SummaryAnswer")
     assert "N) none is correct" in summary.messages[1]["content"]
 
@@ -51,8 +51,8 @@ def test_deadlock_goes_to_the_written_summarizer(case):
     script = Script({**agent_answers(case, conflict=True), "DebateAnswer": stance("N"),
                      "SummaryAnswer": stance(case.winner_letter(), key="verdicts")})
     out = on(case, script, max_rounds=1, summarizer="generate")
-    [conflict] = out.model_extra["debate"]["conflicts"]
-    assert conflict["settled_by"] == "summarizer" and conflict["winner"] == case.conflict_labels()[0]
+    [conflict] = out.debate.conflicts
+    assert str(conflict.settled_by) == "summarizer" and conflict.winner == case.conflict_labels()[0]
     assert sum(called(script, out, "debater").values()) == 2 and called(script, out, "summarizer") == {"summarizer": 1}
 
 

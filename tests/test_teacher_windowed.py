@@ -7,7 +7,8 @@ import pytest
 
 from ie.config import load_config, resolve_config_path
 from ie.llm.client import LLMClient
-from ie.schema import Record, read_records, write_records
+from ie.records import read_labelled
+from ie.schema import Record, write_records
 from ie.windows import split_windows
 from teacher.config import TeacherConfig
 from teacher.runner import run
@@ -29,13 +30,13 @@ def test_the_teacher_labels_a_long_text_in_windows_without_a_refused_request(fak
     server = fake("--oracle", str(tmp_path / "oracle.jsonl"))
     run(dataclasses.replace(cfg, endpoint=server.url))
     assert server.statuses() == ["200"] * len(windows)  # one call a window, none refused
-    (pred,) = read_records(tmp_path / "out" / "predictions.jsonl")  # offsets validated against the text
+    (pred,) = read_labelled(tmp_path / "out" / "predictions.jsonl")  # offsets validated against the text
     assert [e.key for e in pred.entities] == [e.key for e in gold.entities]
     assert [(r.head, r.tail, r.type) for r in pred.relations] == [(r.head, r.tail, r.type) for r in gold.relations]
-    debate, stats = pred.model_extra["debate"], pred.model_extra["stats"]
-    assert [(w["start"], w["end"]) for w in debate["windows"]] == [(w.start, w.end) for w in windows]
-    assert sorted({c["window"] for c in debate["calls"]}) == list(range(len(windows)))
-    assert stats["windows"] == len(windows) and stats["calls"] == len(windows) and stats["failed_calls"] == 0
+    debate, stats = pred.debate, pred.stats
+    assert [(w.start, w.end) for w in debate.windows] == [(w.start, w.end) for w in windows]
+    assert sorted({c.window for c in debate.calls}) == list(range(len(windows)))
+    assert stats.windows == len(windows) and stats.calls == len(windows) and stats.failed_calls == 0
 
 
 @pytest.mark.slow
@@ -52,10 +53,10 @@ def test_a_text_longer_than_the_embedded_servers_context_is_labelled_by_smollm2(
         tokens = httpx.post(f"{server.url}/tokenize", json={"content": text}).json()["tokens"]
         assert len(tokens) > 1024  # the text alone overflows the context
         run(cfg, LLMClient.from_endpoints([server.endpoint()], concurrency=2, max_parse_retries=0))
-    (pred,) = read_records(tmp_path / "out" / "predictions.jsonl")
-    stats, debate = pred.model_extra["stats"], pred.model_extra["debate"]
-    assert stats["windows"] == len(debate["windows"]) > 2 and stats["failed_calls"] == 0
-    assert all("error" not in c for c in debate["calls"]) and stats["calls"] == stats["windows"]
+    (pred,) = read_labelled(tmp_path / "out" / "predictions.jsonl")
+    stats, debate = pred.stats, pred.debate
+    assert stats.windows == len(debate.windows) > 2 and stats.failed_calls == 0
+    assert all(c.error is None for c in debate.calls) and stats.calls == stats.windows
     assert pred.entities  # the tiny model finds some names in 32 sentences
     for e in pred.entities:
         assert text[e.start:e.end] == e.text

@@ -2,6 +2,7 @@
 import asyncio
 
 from ie.record_stats import RecordStats
+from ie.records import LabelledRecord
 from ie.schema import Entity, Record, Relation
 from ie.windows import (
     MIN_WINDOW_TOKENS,
@@ -145,15 +146,16 @@ def test_label_in_windows_labels_each_window_and_merges_offsets_and_stats():
         seen.append(record.id)
         found = [Entity(start=i, end=i + 5, type="Loc", text="Paris") for i in range(len(record.text))
                  if record.text.startswith("Paris", i)]
-        return record.model_copy(update={"entities": found, "stats": {"calls": 1, "error": None, "cached": False}})
+        return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, entities=found,
+                              stats={"calls": 1, "error": None, "cached": False})
 
     out = asyncio.run(label_in_windows(LONG, 120, label))
-    assert len(seen) == out.stats["windows"] > 1 and out.stats["calls"] == len(seen)
+    assert len(seen) == out.stats.windows > 1 and out.stats.calls == len(seen)
     assert [e.start for e in out.entities] == [i for i in range(len(LONG.text)) if LONG.text.startswith("Paris", i)]
-    assert [(w["start"], w["end"]) for w in out.windows] == [(w.start, w.end) for w in split_windows(LONG, 120)]
+    assert [(w.start, w.end) for w in out.windows] == [(w.start, w.end) for w in split_windows(LONG, 120)]
     assert out.tokens == LONG.tokens
     short = Record(id="s", text="Paris .")
-    assert asyncio.run(label_in_windows(short, 120, label)).model_extra.keys() == {"stats"}
+    assert asyncio.run(label_in_windows(short, 120, label)).windows is None
 
 
 def test_budget_context_and_stats_rules():

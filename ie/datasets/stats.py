@@ -21,7 +21,7 @@ class SplitStats:
 def split_stats(records: list[Record]) -> SplitStats:
     entity_types = Counter(e.type for r in records for e in r.entities)
     relation_types = Counter(rel.type for r in records for rel in r.relations)
-    ungrounded = sum(len(((r.model_extra or {}).get("meta") or {}).get("ungrounded_triples", [])) for r in records)
+    ungrounded = sum(len((r.meta or {}).get("ungrounded_triples", [])) for r in records)
     return SplitStats(
         records=len(records),
         entities=sum(entity_types.values()),
