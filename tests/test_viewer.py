@@ -10,13 +10,20 @@ from pathlib import Path
 import pytest
 
 from ie.config import load_config, resolve_config_path
+from ie.records import LabelledRecord
 from ie.view import run_view
 from ie.viewer import PAGE, write_page
 from tests.debate_record import GOLD, PREDICTED
 
 CHROMIUM = next((p for name in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(name))), None)
 SCHEMA = load_config(resolve_config_path("conll04")).task_schema
-CLICK = "<script>document.querySelectorAll('mark.span')[1].click();</script></body>"  # the mention NASA
+# As a person would: tick "only records with errors", then click the mention NASA.
+CLICK = """<script>
+const onlyErrors = document.getElementById("errors-only");
+onlyErrors.checked = true;
+onlyErrors.dispatchEvent(new Event("change"));
+document.querySelectorAll("mark.span")[1].click();
+</script></body>"""
 
 
 class Marks(HTMLParser):
@@ -60,8 +67,10 @@ def chromium(*args: str, user_dir: Path) -> str:
 
 @pytest.fixture
 def page(tmp_path) -> Path:
-    view = run_view("Teacher run: crossagentie", ["Data: a test record."], {"crossagentie": [PREDICTED]}, [GOLD],
-                    SCHEMA)
+    clean = GOLD.model_copy(update={"id": "rec-0"})  # labelled as the gold has it: no errors
+    view = run_view("Teacher run: crossagentie", ["Data: two test records."],
+                    {"crossagentie": [LabelledRecord(**clean.model_dump()), PREDICTED]},
+                    [clean, GOLD], SCHEMA)
     return write_page(tmp_path / PAGE, view)
 
 
@@ -76,7 +85,9 @@ def test_a_person_sees_highlighted_mentions_and_a_click_opens_the_debate(page, t
     clicked = page.with_name("clicked.html")
     clicked.write_text(page.read_text(encoding="utf-8").replace("</body>", CLICK), encoding="utf-8")
     seen = Marks()
-    seen.feed(chromium("--dump-dom", clicked.as_uri(), user_dir=tmp_path / "profile"))
+    dom = chromium("--dump-dom", clicked.as_uri(), user_dir=tmp_path / "profile")
+    seen.feed(dom)
+    assert "1–1 of 1 records, page 1 of 1" in dom  # the filter left the record with errors
     assert seen.marks == [["Jake Garn", "Peop 0.86"], ["NASA", "Loc 0.55"], ["flew", "Other 0.40"],
                           ["Houston", "Loc"]]
     detail = " ".join(" ".join(seen.detail).split())

@@ -71,10 +71,11 @@ function mark(ri, spans, on) {
   }
 }
 
-function decisionView(d) {
+function decisionView(d, missed) {
   const box = el("div", {class: "decision"});
-  if (!d) {
-    box.append(el("p", {class: "quiet"}, "No debate transcript: this run's labeller does not debate."));
+  if (missed || !d) {
+    box.append(el("p", {class: "quiet"}, missed ? "In the gold, not found by this run."
+                                                : "No debate transcript: this run's labeller does not debate."));
     return box;
   }
   if (d.proposed_by.length) {
@@ -103,9 +104,9 @@ function decisionView(d) {
   return box;
 }
 
-function showDetail(ri, title, decision) {
+function showDetail(ri, title, item) {
   const detail = document.getElementById(`detail-${ri}`);
-  detail.replaceChildren(el("h3", {}, ...title), decisionView(decision));
+  detail.replaceChildren(el("h3", {}, ...title), decisionView(item.decision, item.status === "missing"));
   detail.hidden = false;
 }
 
@@ -113,13 +114,12 @@ function showSpan(ri, i) {
   const s = shown[ri].spans[i];
   const gold = s.gold.length ? ` (gold: ${s.gold.join(", ")})` : "";
   showDetail(ri, [`“${s.text}” `, el("span", {class: "tag", style: style(s.type, 0.5)}, s.type),
-                  ` ${conf(s.confidence)} `, status(s.status), gold], s.status === "missing" ? null : s.decision);
+                  ` ${conf(s.confidence)} `, status(s.status), gold], s);
 }
 
 function showRelation(ri, i) {
   const r = shown[ri].relations[i];
-  showDetail(ri, [`${r.head_text} —${r.type}→ ${r.tail_text} ${conf(r.confidence)} `, status(r.status)],
-             r.status === "missing" ? null : r.decision);
+  showDetail(ri, [`${r.head_text} —${r.type}→ ${r.tail_text} ${conf(r.confidence)} `, status(r.status)], r);
 }
 
 function card(rec, ri) {
