@@ -138,7 +138,7 @@ def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Labell
     return metrics
 
 
-def write_viewer(out: Path, records: Sequence[Record], predictions: Sequence[Record], dataset: DatasetConfig,
+def write_viewer(out: Path, records: Sequence[Record], predictions: Sequence[LabelledRecord], dataset: DatasetConfig,
                  cfg: TeacherConfig) -> Path:
     """`report.html` (`ie.viewer`): the labelled records, against `records`' gold when they carry any."""
     from ie.view import run_view

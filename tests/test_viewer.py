@@ -74,6 +74,13 @@ def page(tmp_path) -> Path:
     return write_page(tmp_path / PAGE, view)
 
 
+def test_a_library_user_writes_the_page_of_their_own_records(tmp_path):
+    import crossagentie
+
+    path = crossagentie.visualize([PREDICTED], schema="conll04", path=tmp_path / "mine.html", gold=[GOLD])
+    assert path == tmp_path / "mine.html" and '"status": "wrong_type"' in path.read_text(encoding="utf-8")
+
+
 def test_the_page_needs_no_network(page):
     html = page.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
