@@ -58,4 +58,3 @@ def test_each_example_domain_has_its_schema_and_texts_with_gold(config):
     records = load_input(config.with_suffix(".jsonl"))
     assert 1 <= len(records) <= 3 and all(r.entities for r in records)
     assert {e.type for r in records for e in r.entities} <= set(schema.entity_types)
-
