@@ -5,8 +5,9 @@
     python -m distill --teacher runs/teacher --config conll04 --out runs/student/data --reviewed review/reviewed.jsonl
 
 `export` writes the tasks (the teacher's mentions and relations as pre-annotations with their confidences) and,
-beside them, the labelling config (`tasks.xml`): create a Label Studio project with that config, import the tasks,
-correct them, and export the project as JSON. `import` reads that export back into records.
+beside them, the labelling config (`tasks.xml`) and the queue as a viewer page with the debates (`tasks.html`):
+create a Label Studio project with that config, import the tasks, correct them, and export the project as JSON.
+`import` reads that export back into records.
 """
 from __future__ import annotations
 
@@ -37,19 +38,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def export(args: argparse.Namespace) -> str:
     from distill.review import label_config, sample, task
-    from ie.config import load_config, resolve_config_path
+    from ie.config import ConfigError, load_config, resolve_config_path
     from ie.records import read_labelled
+    from ie.view import run_view
+    from ie.viewer import write_page
 
-    run_config = json.loads((args.run / "config.json").read_text(encoding="utf-8"))
+    saved = args.run / "config.json"
+    run_config = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
+    if not (args.config or run_config.get("config")):
+        raise ConfigError(f"{saved}: not found, so the run's schema is unknown; pass --config")
     dataset = load_config(resolve_config_path(args.config or run_config["config"]))
     records = read_labelled(args.run / "predictions.jsonl")
     chosen = sample(records, args.sample, args.lowest_confidence, args.seed)
-    tasks = [task(r, run_config.get("method", "teacher")).model_dump(mode="json", exclude_none=True) for r in chosen]
+    method = run_config.get("method", "teacher")
+    tasks = [task(r, method).model_dump(mode="json", exclude_none=True) for r in chosen]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     args.out.with_suffix(".xml").write_text(label_config(dataset.task_schema), encoding="utf-8")
+    queue = run_view("Review queue", [f"{len(chosen)} of the {len(records)} records of {args.run}, as Label Studio "
+                                      f"gets them ({args.out})."], {method: chosen}, None, dataset.task_schema)
+    write_page(args.out.with_suffix(".html"), queue)
     return (f"{len(tasks)} tasks (of {len(records)} records) -> {args.out}; labelling config -> "
-            f"{args.out.with_suffix('.xml')}")
+            f"{args.out.with_suffix('.xml')}; the queue with its debates -> {args.out.with_suffix('.html')}")
 
 
 def import_(args: argparse.Namespace) -> str:

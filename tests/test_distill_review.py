@@ -111,6 +111,7 @@ def test_review_export_and_import_on_the_command_line(tmp_path, capsys):
     assert distill_main(["review", "export", str(run), "--out", str(tmp_path / "tasks.json")]) == 0
     assert json.loads((tmp_path / "tasks.json").read_text())[0]["data"]["record_id"] == "rec-1"
     assert ET.fromstring((tmp_path / "tasks.xml").read_text()).tag == "View"
+    assert '"proposed_by"' in (tmp_path / "tasks.html").read_text()  # the queue, with the teacher's debates
     assert distill_main(["review", "import", str(EXPORT), "--out", str(tmp_path / "reviewed.jsonl")]) == 0
     assert [r.id for r in read_records(tmp_path / "reviewed.jsonl")] == ["rec-1"]
     assert "1 reviewed records (of 1 tasks" in capsys.readouterr().out
