@@ -1,12 +1,15 @@
 """Turn a teacher run into student training data.
 
     python -m distill --teacher runs/X --config configs/conll04.yaml --out data/distilled/X \
-        [--ner-per-type 5 --re-per-type 4] [--threshold 0.6] [--exclude FILE.jsonl] [--sweep-per-type 1,3,5,all]
+        [--ner-per-type 5 --re-per-type 4] [--threshold 0.6] [--exclude FILE.jsonl] [--sweep-per-type 1,3,5,all] \
+        [--reviewed reviewed.jsonl]
+    python -m distill review export|import ...   (human review in Label Studio: python -m distill review -h)
 
 Settings come from the config's `distill:` section, then the flags. A sweep writes one folder a point into --out:
 `per_type<k>/` (k per entity type, min(k, re_per_type) per relation type) and `per_type_all/` (every record that
 passes screening), each split into train and validation alike. The dataset's `exclude_splits`
-(default dev and test) and every `--exclude` file are kept out by id and by text.
+(default dev and test) and every `--exclude` file are kept out by id and by text. `--reviewed` records (from
+`review import`) replace the teacher's of the same id, at confidence 1.0.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from distill.select import Exclusion, Screening, Selection, screen, select, sele
 from ie.cli import add_flags, from_sources
 from ie.config import DatasetConfig, TaskSchema, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
-from ie.records import read_labelled
+from ie.records import LabelledRecord, read_labelled
 from ie.schema import Record
 
 
@@ -30,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--teacher", type=Path, required=True, help="teacher output folder (has predictions.jsonl)")
     p.add_argument("--config", required=True, help="dataset config (path or name, e.g. conll04)")
     p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--reviewed", type=Path, help="reviewed records (python -m distill review import): trusted "
+                   "over the teacher's")
     add_flags(p, DistillConfig)
     add_verbose_flag(p)
     return p
@@ -62,7 +67,28 @@ def selection_at(point: SweepPoint | None, screening: Screening, schema: TaskSch
     return select_all(screening.passed, schema) if caps is None else select(screening.passed, schema, *caps, cfg.seed)
 
 
+def teacher_records(args: argparse.Namespace, predictions: Path, schema: TaskSchema) -> list[LabelledRecord]:
+    """The run's records, with the reviewed ones in their place (`distill.review.apply_reviewed`)."""
+    records = read_labelled(predictions)
+    if args.reviewed is None:
+        return records
+    from distill.review import ReviewError, apply_reviewed
+
+    reviewed = read_labelled(args.reviewed)
+    try:
+        records = apply_reviewed(records, reviewed, schema, args.reviewed)
+    except ReviewError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print(f"reviewed: {len(reviewed)} records of {args.reviewed} replace the teacher's")
+    return records
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["review"]:
+        from distill.review_cli import main as review
+
+        return review(argv[1:])
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     dataset = load_config(resolve_config_path(args.config))
@@ -71,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not predictions.is_file():
         raise SystemExit(f"{predictions}: not found; --teacher must be a teacher output folder")
     exclusion, excluded = load_exclusion(dataset, cfg)
-    screening = screen(read_labelled(predictions), cfg.threshold, exclusion, cfg.max_failed_calls)
+    records = teacher_records(args, predictions, dataset.task_schema)
+    screening = screen(records, cfg.threshold, exclusion, cfg.max_failed_calls)
     print(f"screening: {screening.summary()}")
     sources = {"teacher": str(predictions), "teacher_sha256": file_sha256(predictions),
                "config": str(dataset.source), "excluded_records": excluded}

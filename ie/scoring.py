@@ -185,12 +185,19 @@ def relation_keys(record: Record | None, mode: ReMode = "strict", symmetric: fro
     """(head, type, tail) keys; what a head/tail is depends on `mode`. `gold` adds ungrounded string triples."""
     if record is None:
         return set()
-    triples = [(_argument(h, mode), rtype, _argument(t, mode)) for h, rtype, t in record.triples()]
+    keys = {relation_key(h, rtype, t, mode, symmetric) for h, rtype, t in record.triples()}
     if mode == "strings" and gold:
         meta = record.meta or {}
-        triples += [(h, rtype, t) for h, rtype, t in meta.get("ungrounded_triples", [])]
-    # Direction-free types: a canonical argument order makes (a, r, b) and (b, r, a) the same key.
-    return {(min(h, t), r, max(h, t)) if r in symmetric else (h, r, t) for h, r, t in triples}
+        keys |= {relation_key(h, rtype, t, mode, symmetric) for h, rtype, t in meta.get("ungrounded_triples", [])}
+    return keys
+
+
+def relation_key(head: Entity | str, rtype: str, tail: Entity | str, mode: ReMode = "strict",
+                 symmetric: frozenset[str] = frozenset()) -> tuple[Hashable, str, Hashable]:
+    """One relation's key (an ungrounded triple's arguments are strings already). Direction-free types: a
+    canonical argument order makes (a, r, b) and (b, r, a) the same key."""
+    h, t = (x if isinstance(x, str) else _argument(x, mode) for x in (head, tail))
+    return (min(h, t), rtype, max(h, t)) if rtype in symmetric else (h, rtype, t)
 
 
 def score_sets(pairs: Iterable[tuple[set, set]], type_of: Callable[[Any], str],
@@ -221,13 +228,20 @@ def _false_positive_kind(pred: EntityKey, gold: set[EntityKey]) -> str:
     return "boundary_and_type"
 
 
+def entity_errors(gold: set[EntityKey], pred: set[EntityKey]) -> tuple[dict[EntityKey, str], list[EntityKey]]:
+    """One record's NER errors: each false-positive entity's class, and the `missing` gold entities (`NerErrors`)."""
+    false_pos = pred - gold
+    missing = sorted(g for g in gold - pred if not any(_overlaps(g, p) for p in false_pos))
+    return {p: _false_positive_kind(p, gold) for p in false_pos}, missing
+
+
 def ner_errors(pairs: Iterable[tuple[set[EntityKey], set[EntityKey]]]) -> NerErrors:
     """Classify NER errors per record; see `NerErrors` for the exact definitions."""
     kinds: Counter[str] = Counter()
     for gold, pred in pairs:
-        false_pos = pred - gold
-        kinds.update(_false_positive_kind(p, gold) for p in false_pos)
-        kinds["missing"] += sum(1 for g in gold - pred if not any(_overlaps(g, p) for p in false_pos))
+        wrong, missing = entity_errors(gold, pred)
+        kinds.update(wrong.values())
+        kinds["missing"] += len(missing)
     return NerErrors(**kinds)
 
 

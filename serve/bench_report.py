@@ -123,4 +123,5 @@ def summary_lines(bench: dict[str, Any], out: Path) -> list[str]:
         student = StudentTarget.model_validate(bench["student_target"])
         lines.append(f"  student target (against {student.teacher}): {'met' if student.met else 'not met'}")
     lines.append(f"  table: {out / 'bench.md'} (also bench.json, bench.png)")
+    lines.append(f"  viewer: {out / 'report.html'} (each method's records)")
     return lines

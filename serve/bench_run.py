@@ -302,4 +302,16 @@ async def run_bench(cfg: BenchConfig, dataset: DatasetConfig) -> Path:
                                     **({"student_target": student.as_dict()} if student else {})})
     write_markdown(out / "bench.md", metrics, header, target, student)
     write_plot(out / "bench.png", metrics)
+    write_viewer(out, gold, dataset, cfg, header["dataset"])
     return out
+
+
+def write_viewer(out: Path, gold: list[Record], dataset: DatasetConfig, cfg: BenchConfig, name: str) -> Path:
+    """The bench's page (`ie.viewer`): each method's records against gold, one method at a time."""
+    from ie.view import run_view
+    from ie.viewer import PAGE, write_page
+
+    runs = {m: read_labelled(out / "predictions" / f"{m}.jsonl") for m in cfg.methods}
+    view = run_view(f"Bench: {name}", [f"Methods: {', '.join(cfg.methods)}; scores in bench.md."], runs, gold,
+                    dataset.task_schema, score_options(dataset))
+    return write_page(out / PAGE, view)

@@ -248,6 +248,7 @@ def _label_cli(args: argparse.Namespace, dataset: DatasetConfig, gold: list[Reco
         failures += [Failure.stopped(r, stop) for r in records if r.id not in ended]
     write_failures(args.out.with_suffix(".failures.jsonl"), failures)
     _write_run(args, out, failures, time.perf_counter() - started)
+    write_viewer(args.out.with_suffix(".html"), out, gold, dataset, args.model)
     print(summary(len(records), out, gold, dataset, args.out, len(failures)))
     if failures:
         incomplete = IncompleteRun(failures, len(records), args.out.with_suffix(".failures.jsonl"), stop)
@@ -267,6 +268,19 @@ def _write_run(args: argparse.Namespace, out: Sequence[LabelledRecord], failures
     args.out.with_suffix(".run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
 
 
+def write_viewer(path: Path, out: Sequence[LabelledRecord], gold: Sequence[Record], dataset: DatasetConfig, model: str
+                 ) -> Path:
+    """The run's page (`ie.viewer`) beside its records: what the student found, against the input's own labels
+    when it has any."""
+    from ie.view import run_view
+    from ie.viewer import write_page
+
+    has_gold = any(r.entities or r.relations for r in gold)
+    view = run_view(f"Student run: {model}", [f"{len(out)} records of {dataset.name}, labelled by {model}."],
+                    {"student": out}, gold if has_gold else None, dataset.task_schema, score_options(dataset))
+    return write_page(path, view)
+
+
 def summary(total: int, out: Sequence[LabelledRecord], gold: Sequence[Record], dataset: DatasetConfig, path: Path,
             failed: int) -> str:
     """The run's closing lines; the finished records scored against the input's own labels when it has any."""
@@ -279,7 +293,8 @@ def summary(total: int, out: Sequence[LabelledRecord], gold: Sequence[Record], d
         metrics = evaluate([g for g in gold if g.id in done], list(out), schema=dataset.task_schema,
                            **score_options(dataset).model_dump())
     return RunSummary.of("student", total, out, failed, metrics,
-                         {"records": path, "run": path.with_suffix(".run.json")}).text()
+                         {"records": path, "run": path.with_suffix(".run.json"),
+                          "viewer": path.with_suffix(".html")}).text()
 
 
 if __name__ == "__main__":

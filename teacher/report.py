@@ -80,16 +80,19 @@ def _counts_sentence(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in rows) or "none"
 
 
-def render_report(metrics: TeacherMetrics, cfg: TeacherConfig, served_model: str | None = None) -> str:
-    """The report's markdown; `served_model`: the name the endpoint answered as, named when it is not the one
-    asked for (a server may serve another model than its caller thinks)."""
-    t = metrics.teacher
+def _data_line(cfg: TeacherConfig, records: int, labelled: int, served_model: str | None = None) -> str:
+    """What was labelled, and by which model; `served_model`: the name the endpoint answered as, named when it is
+    not the one asked for (a server may serve another model than its caller thinks)."""
     model = cfg.model_name if cfg.endpoint else (cfg.model or "catalogue default")
     if served_model and served_model != model:
         model = f"{served_model} (asked for {model}; the endpoint answered as {served_model})"
-    lines = [f"# Teacher run: {cfg.method}", "",
-             (f"Data: {cfg.split or cfg.input} of {cfg.config}, {metrics.records} records "
-             f"({t['records']} labelled). Model: {model}."), ""]
+    return f"Data: {cfg.split or cfg.input} of {cfg.config}, {records} records ({labelled} labelled). Model: {model}."
+
+
+def render_report(metrics: TeacherMetrics, cfg: TeacherConfig, served_model: str | None = None) -> str:
+    """The report's markdown."""
+    t = metrics.teacher
+    lines = [f"# Teacher run: {cfg.method}", "", _data_line(cfg, metrics.records, t["records"], served_model), ""]
     lines += _score_table("NER (strict)", metrics.ner)
     if metrics.re.per_type:
         lines += _score_table(f"RE ({metrics.re.mode})", metrics.re)
@@ -139,3 +142,15 @@ def write_report(out: Path, gold: Sequence[Record], predictions: Sequence[Labell
     (out / "metrics.json").write_text(json.dumps(metrics.as_dict(), indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_report(metrics, cfg, served_model), encoding="utf-8")
     return metrics
+
+
+def write_viewer(out: Path, records: Sequence[Record], predictions: Sequence[LabelledRecord], dataset: DatasetConfig,
+                 cfg: TeacherConfig) -> Path:
+    """`report.html` (`ie.viewer`): the labelled records, against `records`' gold when they carry any."""
+    from ie.view import run_view
+    from ie.viewer import PAGE, write_page
+
+    gold = records if any(r.entities or r.relations for r in records) else None
+    view = run_view(f"Teacher run: {cfg.method}", [_data_line(cfg, len(records), len(predictions))],
+                    {cfg.method: predictions}, gold, dataset.task_schema, score_options(dataset, re_mode=cfg.re_mode))
+    return write_page(out / PAGE, view)

@@ -271,10 +271,11 @@ def _label_todo(out: Path, todo: list[Record], dataset: DatasetConfig, cfg: Teac
 
 
 def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
-    """Label the configured records into `cfg.out_dir`, the one run writing there (`RunLock`); write metrics and
-    a report when gold exists. `client`: an LLM client to use instead of `cfg`'s endpoint (tests, benches); its
-    cache is its own. Raises `IncompleteRun` (after writing what finished and `failures.jsonl`) when records
-    failed or the run stopped: a re-run retries them."""
+    """Label the configured records into `cfg.out_dir`, the one run writing there (`RunLock`); write the viewer
+    (report.html, `ie.viewer`) of what finished, and metrics and a report when gold exists. `client`: an LLM
+    client to use instead of `cfg`'s endpoint (tests, benches); its cache is its own. Raises `IncompleteRun`
+    (after writing what finished and `failures.jsonl`) when records failed or the run stopped: a re-run retries
+    them."""
     cfg.check_source()
     records, dataset = load_records(cfg, resolve_config_path(cfg.config))
     check_method(cfg.method, dataset.task_schema)
@@ -283,7 +284,7 @@ def run(cfg: TeacherConfig, client: LLMClient | None = None) -> Path:
 
 
 def _run_locked(cfg: TeacherConfig, records: list[Record], dataset: DatasetConfig, client: LLMClient | None) -> Path:
-    from teacher.report import write_report
+    from teacher.report import write_report, write_viewer
 
     out = cfg.out_dir
     served_as = prepare_out(cfg, dataset)
@@ -297,11 +298,13 @@ def _run_locked(cfg: TeacherConfig, records: list[Record], dataset: DatasetConfi
         _end_incomplete(out, stopped.failures)
         raise IncompleteRun(stopped.failures, len(records), out / FAILURES, stopped.stop) from None
     _end_incomplete(out, failures)
+    predictions = finished(out / PREDICTIONS, records)
+    write_viewer(out, records, predictions, dataset, cfg)
     if failures:
         raise IncompleteRun(failures, len(records), out / FAILURES)
     if any(r.entities or r.relations for r in records):
         served = json.loads((out / CONFIG).read_text(encoding="utf-8")).get(SERVED)
-        write_report(out, records, finished(out / PREDICTIONS, records), dataset, cfg, served)
+        write_report(out, records, predictions, dataset, cfg, served)
     return out
 
 

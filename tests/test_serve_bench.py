@@ -42,6 +42,8 @@ def test_bench_writes_table_json_and_plot(tmp_path, fake_endpoints):
     assert data["student_target"]["teacher"] == "crossagentie" and "## Student target: " in table
     assert data["rows"][3]["truncated_calls"] == 0 and data["student_target"]["truncated_fraction"] == 0.0
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (tmp_path / "report.html").read_text()  # the viewer: every method's records, one to choose at a time
+    assert all(f"<option>{m}</option>" in page for m in ("direct", "type-agents", "crossagentie", "student"))
     saved = json.loads((tmp_path / "rows" / "direct.json").read_text())
     assert list(saved) == ["settings", "wall_s", "model", "measured_at", "fresh"]
     assert MeasuredRow.model_validate(saved).model_dump(mode="json") == saved

@@ -44,4 +44,5 @@ def test_bench_closing_lines():
         "  direct: NER F1 41.2, RE F1 5.0; per sentence 1.0 calls, 612 tokens, p50 0.46 s",
         "  crossagentie: NER F1 41.2, RE F1 5.0; per sentence 1.0 calls, 612 tokens, p50 0.46 s",
         "  teacher target (crossagentie against direct): not met",
-        "  table: runs/bench/bench.md (also bench.json, bench.png)"]
+        "  table: runs/bench/bench.md (also bench.json, bench.png)",
+        "  viewer: runs/bench/report.html (each method's records)"]

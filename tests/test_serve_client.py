@@ -268,7 +268,9 @@ def test_student_client_summary_scores_against_the_input_s_labels(tmp_path, caps
         "  NER F1 57.1, RE F1 100.0 (strict) against the gold",
         "  per record: 1.0 calls, 15 tokens",
         f"  records: {out}",
-        f"  run: {out.with_suffix('.run.json')}"]
+        f"  run: {out.with_suffix('.run.json')}",
+        f"  viewer: {out.with_suffix('.html')}"]
+    assert 'Houston' in out.with_suffix('.html').read_text()  # the viewer of the run, beside it
 
 
 def test_a_concurrency_of_zero_is_refused_not_left_waiting():

@@ -16,7 +16,8 @@ from ie.config import REPO_ROOT
 
 SOURCES = ("pyproject.toml", "README.md", "crossagentie", "ie", "teacher", "distill", "student", "serve")
 SHIPPED = {"crossagentie/labelling.py", "ie/configs/conll04.yaml", "ie/configs/models.yaml",
-           "ie/configs/accelerate/ddp.yaml", "ie/prompts/student.txt", "teacher/prompts/direct.txt"}
+           "ie/configs/accelerate/ddp.yaml", "ie/prompts/student.txt", "teacher/prompts/direct.txt",
+           "ie/configs/examples/news.jsonl", "ie/viewer_files/report.html.j2", "ie/viewer_files/viewer.js"}
 ANSWER = Reply(json.dumps({"entities": [{"text": "NASA", "type": "Org", "confidence": 0.9},
                                         {"text": "Houston", "type": "Loc", "confidence": 0.9}]}))
 SCRIPT = """
