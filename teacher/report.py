@@ -83,7 +83,9 @@ def _counts_sentence(counts: dict[str, int]) -> str:
 def _data_line(cfg: TeacherConfig, records: int, labelled: int, served_model: str | None = None) -> str:
     """What was labelled, and by which model; `served_model`: the name the endpoint answered as, named when it is
     not the one asked for (a server may serve another model than its caller thinks)."""
-    model = cfg.model_name if cfg.endpoint else (cfg.model or "catalogue default")
+    from ie.llm.local import load_catalogue
+
+    model = cfg.model_name if cfg.endpoint else (cfg.model or load_catalogue().default)
     if served_model and served_model != model:
         model = f"{served_model} (asked for {model}; the endpoint answered as {served_model})"
     return f"Data: {cfg.split or cfg.input} of {cfg.config}, {records} records ({labelled} labelled). Model: {model}."
