@@ -205,6 +205,20 @@ def test_cut_off_answer_keeps_its_complete_items_without_a_reask():
     assert not c.ok and c.attempts == 2 and not c.truncated
 
 
+def test_a_joint_answer_cut_before_its_second_list_keeps_the_first():
+    # One-step answers entities, then relations: cut inside the entities, it has found no relation yet.
+    from ie.llm.types import ChatResponse, Choice
+
+    class Joint(BaseModel):
+        entities: list[Answer]
+        relations: list[Answer]
+
+    cut = '{"entities": [{"label": "Loc", "confidence": 0.9}, {"label": "Pe'
+    t = ScriptedTransport(lambda r: ChatResponse([Choice(cut, finish_reason="length")], 5, 20))
+    [c] = run(LLMClient([t]).structured([{"role": "user", "content": "q"}], Joint))
+    assert c.ok and c.truncated and c.value == Joint(entities=[Answer(label="Loc", confidence=0.9)], relations=[])
+
+
 def test_wire_schema_drops_grammar_costly_bounds_but_validation_keeps_them():
     from pydantic import Field
 

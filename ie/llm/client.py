@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -321,11 +321,16 @@ def _validation_summary(exc: ValidationError) -> str:
 
 
 def _salvaged(raw: str, schema: type[T]) -> T | None:
-    """A cut-off answer's complete items: the longest closed prefix that is a valid answer (`ie.llm.truncated`)."""
+    """A cut-off answer's complete items: the longest closed prefix that is a valid answer (`ie.llm.truncated`),
+    a list the cut came before counted empty (a joint answer cut in its entities has no relations yet)."""
+    lists = [name for name, f in schema.model_fields.items() if f.is_required() and get_origin(f.annotation) is list]
     for closed in salvage_candidates(raw):
         try:
-            return schema.model_validate_json(closed)
-        except ValidationError:
+            value = json.loads(closed)
+            if isinstance(value, dict):
+                value = {**{name: [] for name in lists}, **value}
+            return schema.model_validate(value)
+        except (ValidationError, ValueError):
             continue
     return None
 
