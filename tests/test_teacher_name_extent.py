@@ -75,7 +75,7 @@ def test_extent_check_asks_the_real_server_and_keeps_the_span_inside_the_mention
     [call] = ctx.transcript.calls  # "Navy" is one word: not checked
     assert call.role == "extent" and call.prompt_tokens > 0 and call.error is None
     [check] = ctx.transcript.extents
-    assert check.mention == long.text and check.name == call.answer.name
+    assert check.mention == long.text and check.name == call.answer["name"]
     got = person.claim.arg
     assert long.start <= got.start and got.end <= long.end and text[got.start:got.end] == got.text
     assert check.trimmed_to == (got.text if got != long else None) and org.claim.arg == short
