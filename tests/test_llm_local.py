@@ -244,3 +244,24 @@ def write_lora(path: Path, b_scale: float) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+@pytest.mark.slow
+def test_speculative_decoding_keeps_greedy_answers():
+    # A draft (here the model itself) or n-gram lookup only proposes tokens the model then checks: at temperature 0
+    # with one slot, the answer is the plain one.
+    import httpx
+
+    from ie.llm.local import Speculation
+
+    def answer(speculation: Speculation | None) -> str:
+        with LocalServer("smollm2-135m", n_ctx=256, threads=2, speculation=speculation) as srv:
+            body = {"model": srv.model_name, "temperature": 0, "max_tokens": 24,
+                    "messages": [{"role": "user", "content": "Repeat: Paris, London, Rome, Berlin, Madrid."}]}
+            return httpx.post(f"{srv.base_url}/chat/completions", json=body, timeout=60).json()[
+                "choices"][0]["message"]["content"]
+
+    plain = answer(None)
+    assert plain and answer(Speculation("smollm2-135m", max_tokens=4)) == plain == answer(Speculation(None, 4))
+    params = LocalServer("smollm2-135m", speculation=Speculation("smollm2-135m", max_tokens=4))._params()
+    assert params.speculative.draft.n_max == 4 and params.speculative.draft.mparams.path.endswith(".gguf")
