@@ -13,8 +13,6 @@ from typing import Any
 from ie.cli import opt
 from ie.config import REPO_ROOT, ConfigError
 
-DEFAULT_STUDENT_BASE = "qwen2.5-coder-0.5b"
-
 
 @dataclass
 class BenchConfig:
@@ -29,7 +27,8 @@ class BenchConfig:
     model_name: str | None = opt(None, "model name at --endpoint")
     api_key_env: str | None = opt(None, "NAME of the env var holding --endpoint's API key")
     student_adapter: str | None = opt(None, "student's GGUF LoRA adapter, served on the embedded server")
-    student_base: str = opt(DEFAULT_STUDENT_BASE, "base model of --student-adapter (catalogue name or GGUF)")
+    student_base: str | None = opt(None, "base model of --student-adapter (catalogue name or GGUF; default: the "
+                                         "catalogue's student_base)")
     student_gguf: str | None = opt(None, "the student merged into one GGUF (python -m student.gguf_merge), served "
                                          "on the embedded server with no adapter")
     student_endpoint: str | None = opt(None, "student's OpenAI-compatible base URL (e.g. vLLM)")
@@ -50,7 +49,7 @@ class BenchConfig:
                               "MERGED.gguf or --student-endpoint URL")
         if len(given) > 1:
             raise ConfigError(f"bench: {' and '.join(given)} name two students; give one")
-        if self.student_base != DEFAULT_STUDENT_BASE and not self.student_adapter:
+        if self.student_base and not self.student_adapter:
             raise ConfigError("bench.student_base: --student-base is the base of --student-adapter; "
                               f"{given[0] if given else 'no student'} brings its own model")
         if self.endpoint and not self.model_name:

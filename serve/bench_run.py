@@ -222,10 +222,14 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
 
 
 def student_model_name(cfg: BenchConfig) -> str:
-    """The student row's model: the merged GGUF's file name, or base + adapter (or the endpoint's model)."""
+    """The student row's model: the merged GGUF's file name, base + adapter, or the endpoint's model."""
     if cfg.student_gguf:
         return Path(cfg.student_gguf).name
-    return f"{cfg.student_base}+{Path(cfg.student_adapter or cfg.student_model).name}"
+    if cfg.student_endpoint:
+        return cfg.student_model
+    from ie.llm.local import load_catalogue
+
+    return f"{cfg.student_base or load_catalogue().student_base}+{Path(cfg.student_adapter).name}"
 
 
 async def measure_overhead(ep: Endpoint, preds: Sequence[LabelledRecord], wall: float, concurrency: int

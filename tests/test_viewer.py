@@ -95,6 +95,7 @@ def test_a_person_sees_highlighted_mentions_and_a_click_opens_the_debate(page, t
     dom = chromium("--dump-dom", clicked.as_uri(), user_dir=tmp_path / "profile")
     seen.feed(dom)
     assert "1–1 of 1 records, page 1 of 1" in dom  # the filter left the record with errors
+    assert re.findall(r"\d+ errors?\b", dom) == ["5 errors"], re.findall(r"\d+ errors?\b", dom)
     assert seen.marks == [["Jake Garn", "Peop 0.86"], ["NASA", "Loc 0.55"], ["flew", "Other 0.40"],
                           ["Houston", "Loc"]]
     detail = " ".join(" ".join(seen.detail).split())

@@ -126,7 +126,7 @@ function card(rec, ri) {
   const head = el("div", {class: "record-head"}, el("b", {}, rec.id),
                   rec.confidence !== null ? ` confidence ${conf(rec.confidence)}` : "",
                   RUN.has_gold ? el("span", {class: rec.errors ? "errors" : "clean"},
-                                    rec.errors ? `${rec.errors} errors` : "no errors") : null);
+                                    rec.errors ? `${rec.errors} error${rec.errors === 1 ? "" : "s"}` : "no errors") : null);
   return el("section", {class: "record", id: `record-${ri}`}, head, highlighted(rec, ri), relationList(rec, ri),
             rec.notes.length ? el("p", {class: "notes"}, rec.notes.join(" · ")) : null,
             el("div", {class: "detail", id: `detail-${ri}`, hidden: ""}));
