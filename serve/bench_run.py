@@ -10,7 +10,7 @@ import functools
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,17 +123,14 @@ def price_for(dataset: DatasetConfig, cfg: BenchConfig, model: str) -> tuple[str
                        None if cached is None else float(cached))
 
 
-@contextlib.contextmanager
-def student_endpoint(cfg: BenchConfig) -> Iterator[Endpoint]:
-    if cfg.student_endpoint:
-        yield Endpoint(cfg.student_endpoint, cfg.student_model, cfg.api_key_env)
-        return
-    from ie.llm.local import LocalServer
+def student_endpoint(cfg: BenchConfig) -> contextlib.AbstractContextManager[Endpoint]:
+    """The student's endpoint: the one given, else the embedded server with the merged GGUF or base + adapter."""
+    from ie.llm.local import ensure_endpoint
 
-    lora = [cfg.student_adapter] if cfg.student_adapter else []
-    with LocalServer(cfg.student_gguf or cfg.student_base, lora=lora, n_parallel=cfg.concurrency,
-                     threads=cfg.threads) as srv:
-        yield srv.endpoint()
+    if cfg.student_endpoint:
+        return ensure_endpoint(cfg.student_model, cfg.student_endpoint, api_key_env=cfg.api_key_env)
+    return ensure_endpoint(cfg.student_gguf or cfg.student_base, lora=[cfg.student_adapter] if cfg.student_adapter
+                           else [], n_parallel=cfg.concurrency, threads=cfg.threads)
 
 
 def _bar(method: str, total: int):
