@@ -5,20 +5,45 @@ as dashes) typed from the annotation, with its help and default; `from_sources` 
 config file's section (`teacher:`, `distill:`, `bench:`) and the flags given, refusing a section key that is no
 setting with the file and the key. train_student.py and student.openai_ft stay on TRL's `TrlParser` (YAML via
 --config, then dataclass flags), the ecosystem's own parser for the `SFTConfig` they build on.
+`sigterm_as_interrupt` makes a SIGTERM (a scheduler's, `timeout`'s, `docker stop`'s) end a run as Ctrl-C does.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import signal
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ie.config import ConfigError
 
 T = TypeVar("T")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt, so that the run stops the same way."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block a SIGTERM raises `Terminated`; the previous handler is back after it."""
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stopped_by(exc: KeyboardInterrupt) -> tuple[str, int]:
+    """A stopped run's word for its one line and its exit code: 128 + the signal, as a shell reports it."""
+    return ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
 
 
 def opt(default: Any, help: str) -> Any:

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ie.cli import sigterm_as_interrupt, stopped_by
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path, score_options
 from ie.failures import (
     Failure,
@@ -202,15 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     command = "python -m serve.client " + shlex.join(argv)
     try:
-        with RunLock(args.out, args.out.with_name(f".{args.out.name}.lock")):
+        with RunLock(args.out, args.out.with_name(f".{args.out.name}.lock")), sigterm_as_interrupt():
             return _label_cli(args, dataset, gold, timeouts, command)
     except FolderBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"interrupted: the finished records are in {args.out} and their calls cached; to go on, run again: "
-              f"{command}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        word, code = stopped_by(exc)
+        print(f"{word}: the finished records are in {args.out} and their calls cached; to go on, run "
+              f"again: {command}", file=sys.stderr)
+        return code
 
 
 def _label_cli(args: argparse.Namespace, dataset: DatasetConfig, gold: list[Record], timeouts: Timeouts,

@@ -18,7 +18,7 @@ import argparse
 import shlex
 import sys
 
-from ie.cli import add_flags
+from ie.cli import add_flags, sigterm_as_interrupt, stopped_by
 from ie.logs import add_verbose_flag, setup_logging
 from teacher.config import TeacherConfig
 
@@ -64,16 +64,18 @@ def main(argv: list[str] | None = None) -> int:
         cfg = TeacherConfig.from_sources(load_config(path).section("teacher"), args, path)
         from teacher.runner import run
 
-        run(cfg)
+        with sigterm_as_interrupt():
+            run(cfg)
         print(summary(cfg, failed=0))
     except IncompleteRun as exc:
         print(summary(cfg, failed=len(exc.failures)))
         print(f"error: {exc.summary('python -m teacher ' + shlex.join(argv))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"interrupted: the finished records are kept; to resume, run again: python -m teacher {shlex.join(argv)}",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        word, code = stopped_by(exc)
+        print(f"{word}: the finished records are kept; to resume, run again: "
+              f"python -m teacher {shlex.join(argv)}", file=sys.stderr)
+        return code
     except (ConfigError, FileNotFoundError, ValueError, FolderBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from fault_server import FaultServer, Reply, always, closed_port
+from fault_server import FaultServer, Reply, always, closed_port, first
 
 from ie.config import resolve_config_path
 from ie.logs import setup_logging
@@ -280,6 +280,30 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(tmp_path, capsys, monkey
     assert main(cli_args(tmp_path, "http://127.0.0.1:1/v1")) == 130
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "to resume, run again: python -m teacher run --config conll04" in err
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_with_one_line_and_exit_143(tmp_path):
+    import math
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with FaultServer(first(1, DIRECT_OK, then=Reply(hang_s=math.inf))) as server:
+        run = subprocess.Popen([sys.executable, "-m", "teacher", *cli_args(tmp_path, server.url, "--concurrency", "1",
+                                                                        records=TWO)],
+                               stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 2 and time.monotonic() < deadline:  # the first record done, the second asked
+            time.sleep(0.1)
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=30)
+    assert run.returncode == 143, err
+    assert "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("terminated (SIGTERM): the finished records are kept; to resume, run again: python -m "
+                           "teacher run --config conll04")
+    assert [r.id for r in read_records(tmp_path / "out" / "predictions.jsonl")] == [TWO[0].id]
 
 
 def test_a_damaged_call_cache_is_set_aside_and_the_run_goes_on(tmp_path, capsys, caplog):
