@@ -32,12 +32,18 @@ COLUMNS = [
 
 
 def _cells(m: MethodMetrics) -> list[Any]:
-    nan = float("nan")
     return [m.method, m.ner_p, m.ner_r, m.ner_f1, m.re_p, m.re_r, m.re_f1, m.calls_per_sentence,
             m.prompt_tokens_per_sentence, m.prefix_cached_tokens_per_sentence, m.completion_tokens_per_sentence,
             m.latency_p50_s, m.latency_p95_s, m.throughput_sentences_per_s, m.usd_per_1k_sentences,
-            m.ratios.get("tokens_per_sentence", nan), m.ratios.get("new_tokens_per_sentence", nan),
-            m.ratios.get("ner_f1", nan), PAPER_CONLL04_NER_F1.get(m.method, "–")]
+            m.ratios.get("tokens_per_sentence"), m.ratios.get("new_tokens_per_sentence"),
+            m.ratios.get("ner_f1"), PAPER_CONLL04_NER_F1.get(m.method, "–")]
+
+
+def _cell(fmt: str, value: Any) -> str:
+    """A table cell; "–" where there is no number (no reference row for a ratio, or a zero one)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return fmt.format(value)
 
 
 def markdown_table(rows: Sequence[MethodMetrics]) -> str:
@@ -45,7 +51,7 @@ def markdown_table(rows: Sequence[MethodMetrics]) -> str:
     rule = "|" + "|".join("---" for _ in COLUMNS) + "|"
     lines = [head, rule]
     for m in rows:
-        lines.append("| " + " | ".join(fmt.format(v) for (_, fmt), v in zip(COLUMNS, _cells(m))) + " |")
+        lines.append("| " + " | ".join(_cell(fmt, v) for (_, fmt), v in zip(COLUMNS, _cells(m))) + " |")
     return "\n".join(lines)
 
 
@@ -75,9 +81,10 @@ def write_markdown(path: Path, rows: Sequence[MethodMetrics], header: dict[str, 
                    target: TeacherTarget | None = None, student: StudentTarget | None = None) -> None:
     notes = [f"- {k}: {v}" for k, v in header.items()]
     text = ("# Bench\n\n" + "\n".join(notes) + "\n\n" + markdown_table(rows) + "\n\n"
-            "Ratios (×) are to the `crossagentie` row. 'new tokens' are what the server computed: prompt tokens "
-            "not reused from its prefix cache, plus completion tokens. 'paper NER F1' is the CrossAgentIE paper's "
-            "CoNLL04 test number with GPT-3.5 (a different, far larger backbone), for reference only.\n")
+            "Ratios (×) are to the `crossagentie` row (– without one). 'new tokens' are what the server computed: "
+            "prompt tokens not reused from its prefix cache, plus completion tokens. 'paper NER F1' is the "
+            "CrossAgentIE paper's CoNLL04 test number with GPT-3.5 (a different, far larger backbone), for "
+            "reference only.\n")
     if target is not None:
         text += "\n" + "\n".join(target_lines(target)) + "\n"
     if student is not None:

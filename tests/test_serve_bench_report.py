@@ -46,3 +46,13 @@ def test_bench_closing_lines():
         "  teacher target (crossagentie against direct): not met",
         "  table: runs/bench/bench.md (also bench.json, bench.png)",
         "  viewer: runs/bench/report.html (each method's records)"]
+
+
+def test_a_ratio_with_no_reference_row_is_a_dash_not_nan():
+    from serve.bench_metrics import add_ratios
+    from serve.bench_report import markdown_table
+
+    alone = [f1_row("student", 0.55, 700, 100, 650)]
+    add_ratios(alone)
+    [row] = markdown_table(alone).splitlines()[2:]
+    assert "nan" not in row and row.endswith("| – | – | – | 68.38 |"), row
