@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import dataclasses
 import signal
+import sys
 import types
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -41,9 +42,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def stopped_by(exc: KeyboardInterrupt) -> tuple[str, int]:
-    """A stopped run's word for its one line and its exit code: 128 + the signal, as a shell reports it."""
-    return ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+def report_stop(exc: KeyboardInterrupt, kept: str, command: str) -> int:
+    """A stopped run's one line on stderr (what it kept, the command that resumes it) and its exit code: 128 + the
+    signal, as a shell reports it."""
+    word, code = ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+    print(f"{word}: {kept}; to resume, run again: {command}", file=sys.stderr)
+    return code
 
 
 def opt(default: Any, help: str) -> Any:

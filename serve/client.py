@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ie.cli import sigterm_as_interrupt, stopped_by
+from ie.cli import report_stop, sigterm_as_interrupt
 from ie.config import ConfigError, DatasetConfig, TaskSchema, load_config, resolve_config_path, score_options
 from ie.failures import (
     Failure,
@@ -209,10 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        word, code = stopped_by(exc)
-        print(f"{word}: the finished records are in {args.out} and their calls cached; to go on, run "
-              f"again: {command}", file=sys.stderr)
-        return code
+        return report_stop(exc, f"the finished records are in {args.out} and their calls cached", command)
 
 
 def _label_cli(args: argparse.Namespace, dataset: DatasetConfig, gold: list[Record], timeouts: Timeouts,

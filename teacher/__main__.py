@@ -18,7 +18,7 @@ import argparse
 import shlex
 import sys
 
-from ie.cli import add_flags, sigterm_as_interrupt, stopped_by
+from ie.cli import add_flags, report_stop, sigterm_as_interrupt
 from ie.logs import add_verbose_flag, setup_logging
 from teacher.config import TeacherConfig
 
@@ -72,10 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.summary('python -m teacher ' + shlex.join(argv))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        word, code = stopped_by(exc)
-        print(f"{word}: the finished records are kept; to resume, run again: "
-              f"python -m teacher {shlex.join(argv)}", file=sys.stderr)
-        return code
+        return report_stop(exc, "the finished records are kept", f"python -m teacher {shlex.join(argv)}")
     except (ConfigError, FileNotFoundError, ValueError, FolderBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

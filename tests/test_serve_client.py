@@ -334,7 +334,7 @@ def test_cli_refuses_a_second_writer_and_says_how_to_go_on_after_ctrl_c(tmp_path
     monkeypatch.setattr(client_module, "extract_async", interrupted)
     assert main(cli_args(tmp_path, "http://127.0.0.1:1/v1")) == 130
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "to go on, run again: python -m serve.client --endpoint" in err
+    assert err.count("\n") == 0 and "to resume, run again: python -m serve.client --endpoint" in err
 
 
 async def test_a_batch_item_that_is_no_text_is_refused_naming_its_position():
