@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ie.cli import add_flags, from_sources
+from ie.cli import add_flags, from_sources, report_stop, sigterm_as_interrupt
 from ie.config import ConfigError, load_config, resolve_config_path
 from ie.logs import add_verbose_flag, setup_logging
 from ie.runlock import FolderBusy, RunLock
@@ -50,21 +50,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ie.llm.types import RunStopped
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    command = f"python -m serve.bench {shlex.join(argv)}"
     args = vars(build_parser().parse_args(argv))
     setup_logging(args.pop("verbose"))
     try:
         cfg, dataset = load_bench_config(args)
         from serve.bench_run import run_bench
 
-        with RunLock(cfg.out):
+        with RunLock(cfg.out), sigterm_as_interrupt():
             out = asyncio.run(run_bench(cfg, dataset))
     except IncompleteRun as exc:
-        print(f"error: no bench table: {exc.summary('python -m serve.bench ' + shlex.join(argv))}", file=sys.stderr)
+        print(f"error: no bench table: {exc.summary(command)}", file=sys.stderr)
         return 1
     except RunStopped as exc:
-        print(f"error: no bench table: run stopped: {exc}; to go on, run again: python -m serve.bench "
-              f"{shlex.join(argv)}", file=sys.stderr)
+        print(f"error: no bench table: run stopped: {exc}; to resume, run again: {command}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:
+        return report_stop(exc, "no bench table; each method's finished records are kept in its rows/ file",
+                           command)
     except (ConfigError, FileNotFoundError, ValueError, FolderBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
