@@ -35,7 +35,8 @@ def test_an_answer_on_numbered_items_lists_at_most_one_entry_per_item_asked():
     for asked in (1, 3, 5, 8):
         summary = summary_answer(asked)
         assert summary.__name__ == "SummaryAnswer"  # the response_format name the server and the fakes see
-        assert summary.model_json_schema()["properties"]["verdicts"]["maxItems"] == min(asked, 5)
+        bounds = summary.model_json_schema()["properties"]["verdicts"]
+        assert bounds["minItems"] == bounds["maxItems"] == min(asked, 5)  # a verdict on every conflict asked
         assert len(summary.model_validate({"verdicts": stances}).verdicts) == min(asked, 5)
 
 
