@@ -3,10 +3,11 @@
     PYTHONPATH=. python scripts/speculation_probe.py --model qwen2.5-coder-1.5b --draft qwen2.5-coder-0.5b \
         [--config conll04 --split dev --limit 20 --method direct --concurrency 1,2 --max-tokens 8]
 
-For each concurrency it labels the same sentences three times on a fresh embedded server, with no call cache:
+For each concurrency it labels the same sentences once a mode, on a fresh embedded server, with no call cache:
 plain decoding, drafts from `--draft` (a model with the same tokenizer), and n-gram lookup from the context.
 Prints a markdown row per run: wall seconds, completion tokens, and how many records' entities and relations
-differ from plain decoding's at that concurrency (temperature 0, so a faithful speculation changes none).
+differ from plain decoding's at that concurrency and at the first concurrency (temperature 0, so a faithful
+speculation changes none). `--modes` picks which of plain, draft and n-gram run (plain always runs first).
 Run it alone: another process on the cores makes every wall time meaningless.
 """
 from __future__ import annotations
@@ -39,12 +40,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--method", default="direct")
     p.add_argument("--concurrency", default="1,2", help="comma-separated")
     p.add_argument("--max-tokens", type=int, default=8, help="longest draft checked at once")
+    p.add_argument("--modes", default="plain,draft,n-gram", help="comma-separated: plain, draft, n-gram")
     args = p.parse_args(argv)
+    chosen = set(args.modes.split(",")) | {"plain"}
+    if chosen - {"plain", "draft", "n-gram"}:
+        p.error(f"--modes: choose from plain, draft, n-gram; got {args.modes}")
     config = load_config(resolve_config_path(args.config))
     records = load_slice(config, args.split, args.offset, args.limit)
-    modes = {"plain": None, f"draft {args.draft}": Speculation(args.draft, args.max_tokens),
-             "n-gram": Speculation(None, args.max_tokens)}
-    print("| concurrency | decoding | wall s | completion tokens | records changed |\n|---|---|---|---|---|")
+    modes = {name: speculation for key, name, speculation in (
+        ("plain", "plain", None), ("draft", f"draft {args.draft}", Speculation(args.draft, args.max_tokens)),
+        ("n-gram", "n-gram", Speculation(None, args.max_tokens))) if key in chosen}
+    print("| concurrency | decoding | wall s | completion tokens | records changed | changed from the first plain |\n"
+          "|---|---|---|---|---|---|")
+    first_plain: list[tuple] = []
     for concurrency in map(int, args.concurrency.split(",")):
         plain: list[tuple] = []
         for mode, speculation in modes.items():
@@ -57,9 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wall = time.monotonic() - start
             labels = [_labels(r) for r in out]
             plain = plain or labels
+            first_plain = first_plain or labels
             changed = sum(a != b for a, b in zip(labels, plain))
+            changed_first = sum(a != b for a, b in zip(labels, first_plain))
             tokens = sum(r.stats.completion_tokens for r in out)
-            print(f"| {concurrency} | {mode} | {wall:.1f} | {tokens} | {changed} of {len(out)} |", flush=True)
+            print(f"| {concurrency} | {mode} | {wall:.1f} | {tokens} | {changed} of {len(out)} | {changed_first} of "
+                  f"{len(out)} |", flush=True)
     return 0
 
 
