@@ -114,12 +114,12 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig, served_model: str
         kept = f"; kept {kept} of their sentences." if kept else "."
         lines += ["## Routing", "", f"{r['records']} records routed, {r['agents_skipped']} type agents not called, "
                   f"{r['fallbacks']} fallbacks to every agent{kept}", ""]
-        ranked = r.get("gold_types_ranked") or {}
-        if ranked.get("gold"):
-            top = ", ".join(f"top {k}: {n}" for k, n in ranked["top"].items())
-            chance = ", ".join(f"{n}" for n in ranked["chance"].values())
-            lines += [(f"Likelihood ranking, {ranked['records']} records: of {ranked['gold']} gold relation types, "
-                       f"{top} (k types at random: {chance})."), ""]
+        for kind, ranked in (r.get("gold_types_ranked") or {}).items():
+            if ranked.get("gold"):
+                top = ", ".join(f"top {k}: {n}" for k, n in ranked["top"].items())
+                chance = ", ".join(f"{n}" for n in ranked["chance"].values())
+                lines += [(f"Likelihood ranking, {ranked['records']} records: of {ranked['gold']} gold "
+                           f"{kind.replace('_', ' ')}, {top} (k types at random: {chance})."), ""]
     per = t["per_record"]
     lines += ["## Cost per record", "", "| calls | cached | failed | prompt tokens | completion tokens | wall s |",
               "|---|---|---|---|---|---|",

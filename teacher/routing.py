@@ -11,7 +11,7 @@ the scores) go to the transcript's `routing`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
@@ -170,18 +170,26 @@ RANKED_AT = (1, 2, 4)
 
 
 def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[LabelledRecord], schema: TaskSchema,
-                      ks: Sequence[int] = RANKED_AT) -> dict[str, Any]:
-    """Whether the likelihood router's scores rank, whatever the threshold (pure): of the distinct gold relation
-    types of each sentence routed by likelihood, how many are among its k highest-scored relation types, against
-    how many k types drawn at random would hold on average. A type with no score counts as routed (1.0)."""
-    names = list(schema.relation_types)
+                      ks: Sequence[int] = RANKED_AT) -> dict[str, dict[str, Any]]:
+    """Whether the likelihood router's scores rank, whatever the threshold (pure): for entity and for relation
+    types, of the distinct gold types of each sentence routed by likelihood, how many are among its k
+    highest-scored types of that kind, against how many k types drawn at random would hold on average. A type
+    with no score counts as routed (1.0)."""
+    return {"entity_types": _ranked(gold, predictions, list(schema.entity_types), ks,
+                                    lambda truth: {e.type for e in truth.entities}),
+            "relation_types": _ranked(gold, predictions, list(schema.relation_types), ks,
+                                      lambda truth: {r.type for r in truth.relations})}
+
+
+def _ranked(gold: Sequence[Record], predictions: Sequence[LabelledRecord], names: list[str], ks: Sequence[int],
+            gold_types: Callable[[Record], set[str]]) -> dict[str, Any]:
     top, chance, total, records = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0), 0, 0
     for routing, truth in _routed(gold, predictions):
         scores = routing.answer
         if not names or not scores or not all(isinstance(p, float) for p in scores.values()):
-            continue  # no relation types, or routed by an answer (lists of names, no scores)
+            continue  # no types of this kind, or routed by an answer (lists of names, no scores)
         ranked = sorted(names, key=lambda t: -scores.get(t, 1.0))
-        found = {r.type for r in truth.relations}
+        found = gold_types(truth)
         records, total = records + 1, total + len(found)
         for k in ks:
             top[k] += len(found & set(ranked[:k]))

@@ -152,7 +152,7 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
                             Entity(start=23, end=28, type="Loc", text="Dixon"),
                             Entity(start=31, end=39, type="Loc", text="Illinois")],
                   relations=[Relation(head=0, tail=1, type="Live_In"), Relation(head=1, tail=2, type="Located_In")])
-    scores = {"Peop": 0.7, "Loc": 0.6, "Live_In": 0.6, "Work_For": 0.5, "Kill": 0.4, "OrgBased_In": 0.3,
+    scores = {"Peop": 0.7, "Loc": 0.6, "Org": 0.3, "Other": 0.1, "Live_In": 0.6, "Work_For": 0.5, "Kill": 0.4, "OrgBased_In": 0.3,
               "Located_In": 0.2}
     routed = {"entity_types": ["Peop", "Loc"], "relation_types": ["Live_In", "Work_For"]}
     by_likelihood = LabelledRecord(id="r", text=gold.text,
@@ -161,12 +161,20 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
                                debate={"method": "crossagentie", "routing": {**routed, "answer": routed}})
     golds = [gold, gold.model_copy(update={"id": "s"})]
     ranked = gold_types_ranked(golds, [by_likelihood, by_answer], CONLL)
-    assert ranked == {"records": 1, "gold": 2, "top": {"1": 1, "2": 1, "4": 1}, "chance": {"1": 0.4, "2": 0.8, "4": 1.6}}
+    # Peop (0.7) and Loc (0.6) lead CoNLL04's four entity types; Live_In (0.6) leads its five relation types and
+    # Located_In (0.2) is last
+    assert ranked == {
+        "entity_types": {"records": 1, "gold": 2, "top": {"1": 1, "2": 2, "4": 2}, "chance": {"1": 0.5, "2": 1.0, "4": 2.0}},
+        "relation_types": {"records": 1, "gold": 2, "top": {"1": 1, "2": 1, "4": 1},
+                           "chance": {"1": 0.4, "2": 0.8, "4": 1.6}}}
     metrics = write_report(tmp_path, golds, [by_likelihood, by_answer], load_config(resolve_config_path("conll04")),
                            TeacherConfig())
     assert metrics.teacher["routing"]["gold_types_ranked"] == ranked
+    report = (tmp_path / "report.md").read_text()
+    assert ("Likelihood ranking, 1 records: of 2 gold entity types, top 1: 1, top 2: 2, top 4: 2 (k types at random: "
+            "0.5, 1.0, 2.0).") in report
     assert ("Likelihood ranking, 1 records: of 2 gold relation types, top 1: 1, top 2: 1, top 4: 1 (k types at random: "
-            "0.4, 0.8, 1.6).") in (tmp_path / "report.md").read_text()
+            "0.4, 0.8, 1.6).") in report
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
