@@ -47,9 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--modes: choose from plain, draft, n-gram; got {args.modes}")
     config = load_config(resolve_config_path(args.config))
     records = load_slice(config, args.split, args.offset, args.limit)
-    modes = {name: speculation for key, name, speculation in (
-        ("plain", "plain", None), ("draft", f"draft {args.draft}", Speculation(args.draft, args.max_tokens)),
-        ("n-gram", "n-gram", Speculation(None, args.max_tokens))) if key in chosen}
+    modes = {"plain": None, f"draft {args.draft}": Speculation(args.draft, args.max_tokens),
+             "n-gram": Speculation(None, args.max_tokens)}
+    modes = {name: speculation for name, speculation in modes.items() if name.split()[0] in chosen}
     print("| concurrency | decoding | wall s | completion tokens | records changed | changed from the first plain |\n"
           "|---|---|---|---|---|---|")
     first_plain: list[tuple] = []

@@ -186,8 +186,8 @@ def _ranked(gold: Sequence[Record], predictions: Sequence[LabelledRecord], names
     top, chance, total, records = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0), 0, 0
     for routing, truth in _routed(gold, predictions):
         scores = routing.answer
-        if not names or not scores or not all(isinstance(p, float) for p in scores.values()):
-            continue  # no types of this kind, or routed by an answer (lists of names, no scores)
+        if len(names) < 2 or not scores or not all(isinstance(p, float) for p in scores.values()):
+            continue  # one type or none of this kind (nothing to rank), or routed by an answer (no scores)
         ranked = sorted(names, key=lambda t: -scores.get(t, 1.0))
         found = gold_types(truth)
         records, total = records + 1, total + len(found)

@@ -59,6 +59,21 @@ def first(times: int, fault: Reply, then: Reply = Reply()) -> Script:
     return lambda body: fault if next(seen, None) is not None else then
 
 
+def sigterm_once_asked(command: list[str], server: FaultServer, requests: int) -> tuple[int, str]:
+    """Run `command`, send it SIGTERM once `server` has had `requests` requests, and return its exit code and
+    stderr: how a test stops a run mid-record as a scheduler would."""
+    import signal
+    import subprocess
+
+    run = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(server.requests) < requests and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=30)
+    return run.returncode, err
+
+
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""
     with socket.socket() as s:

@@ -145,23 +145,16 @@ def test_bench_on_the_real_embedded_server(tmp_path):
 
 def test_sigterm_stops_a_bench_with_one_line_exit_143_and_the_finished_record_kept(tmp_path):
     import math
-    import signal
-    import subprocess
     import sys
-    import time
 
-    from fault_server import FaultServer, Reply, first
+    from fault_server import FaultServer, Reply, first, sigterm_once_asked
 
     with FaultServer(first(1, Reply('{"entities": []}'), then=Reply(hang_s=math.inf))) as server:
         argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path), "--methods",
                 "direct", "--concurrency", "1", "--endpoint", server.url, "--model-name", "m"]
-        run = subprocess.Popen([sys.executable, "-m", "serve.bench", *argv], stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while len(server.requests) < 2 and time.monotonic() < deadline:  # the first record done, the second asked
-            time.sleep(0.1)
-        run.send_signal(signal.SIGTERM)
-        _, err = run.communicate(timeout=30)
-    assert run.returncode == 143, err
+        # the first record done, the second asked
+        code, err = sigterm_once_asked([sys.executable, "-m", "serve.bench", *argv], server, requests=2)
+    assert code == 143, err
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == (
         "terminated (SIGTERM): no bench table; each method's finished records are kept in its rows/ file; to resume, "

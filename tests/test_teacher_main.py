@@ -284,21 +284,14 @@ def test_ctrl_c_prints_one_line_with_the_resume_command(tmp_path, capsys, monkey
 
 def test_sigterm_stops_a_run_as_ctrl_c_does_with_one_line_and_exit_143(tmp_path):
     import math
-    import signal
-    import subprocess
     import sys
-    import time
+
+    from fault_server import sigterm_once_asked
 
     with FaultServer(first(1, DIRECT_OK, then=Reply(hang_s=math.inf))) as server:
-        run = subprocess.Popen([sys.executable, "-m", "teacher", *cli_args(tmp_path, server.url, "--concurrency", "1",
-                                                                        records=TWO)],
-                               stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while len(server.requests) < 2 and time.monotonic() < deadline:  # the first record done, the second asked
-            time.sleep(0.1)
-        run.send_signal(signal.SIGTERM)
-        _, err = run.communicate(timeout=30)
-    assert run.returncode == 143, err
+        command = [sys.executable, "-m", "teacher", *cli_args(tmp_path, server.url, "--concurrency", "1", records=TWO)]
+        code, err = sigterm_once_asked(command, server, requests=2)  # the first record done, the second asked
+    assert code == 143, err
     assert "Traceback" not in err, err
     line = err.strip().splitlines()[-1]
     assert line.startswith("terminated (SIGTERM): the finished records are kept; to resume, run again: python -m "

@@ -152,8 +152,8 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
                             Entity(start=23, end=28, type="Loc", text="Dixon"),
                             Entity(start=31, end=39, type="Loc", text="Illinois")],
                   relations=[Relation(head=0, tail=1, type="Live_In"), Relation(head=1, tail=2, type="Located_In")])
-    scores = {"Peop": 0.7, "Loc": 0.6, "Org": 0.3, "Other": 0.1, "Live_In": 0.6, "Work_For": 0.5, "Kill": 0.4, "OrgBased_In": 0.3,
-              "Located_In": 0.2}
+    scores = {"Peop": 0.7, "Loc": 0.6, "Org": 0.3, "Other": 0.1,
+              "Live_In": 0.6, "Work_For": 0.5, "Kill": 0.4, "OrgBased_In": 0.3, "Located_In": 0.2}
     routed = {"entity_types": ["Peop", "Loc"], "relation_types": ["Live_In", "Work_For"]}
     by_likelihood = LabelledRecord(id="r", text=gold.text,
                                    debate={"method": "crossagentie", "routing": {**routed, "answer": scores}})
@@ -167,6 +167,8 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
         "entity_types": {"records": 1, "gold": 2, "top": {"1": 1, "2": 2, "4": 2}, "chance": {"1": 0.5, "2": 1.0, "4": 2.0}},
         "relation_types": {"records": 1, "gold": 2, "top": {"1": 1, "2": 1, "4": 1},
                            "chance": {"1": 0.4, "2": 0.8, "4": 1.6}}}
+    one_type = CONLL.model_copy(update={"entity_types": {"Peop": CONLL.entity_types["Peop"]}})
+    assert gold_types_ranked(golds, [by_likelihood], one_type)["entity_types"]["records"] == 0  # nothing to rank
     metrics = write_report(tmp_path, golds, [by_likelihood, by_answer], load_config(resolve_config_path("conll04")),
                            TeacherConfig())
     assert metrics.teacher["routing"]["gold_types_ranked"] == ranked
