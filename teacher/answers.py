@@ -89,6 +89,19 @@ class Stance(BaseModel):
     reason: Quote = ""
 
 
+@cache
+def _stance(letters: str) -> type[BaseModel]:
+    """A stance whose grammar offers only `letters` (validation stays lenient: `parse_letter` skips a letter that
+    names no option). With any letter allowed, the 1.5B once chose an option its conflict did not have."""
+    choice = Annotated[str, Field(json_schema_extra={"enum": list(letters)})]
+    return create_model("Stance", __base__=Stance, choice=(choice, ...))
+
+
+def option_letters(options: int, none: bool) -> str:
+    """The letters of `options` options (A, B, ...) and, where the answer may reject them all, N."""
+    return "".join(chr(ord("A") + i) for i in range(options)) + ("N" if none else "")
+
+
 class Verdict(BaseModel):
     item: int
     accept: bool
@@ -100,15 +113,15 @@ class Verdict(BaseModel):
 # and the Summarizer answer on every conflict asked: the 1.5B, allowed fewer, wrote one verdict for three conflicts
 # and left 13 of 44 to the fallback (CoNLL04 dev 81-100, docs/RESULTS.md).
 @cache
-def debate_answer(items: int) -> type[BaseModel]:
+def debate_answer(items: int, letters: str) -> type[BaseModel]:
     return create_model("DebateAnswer", __doc__="A debater: keep or revise its option on each conflict it is part "
-                        "of.", stances=(_items(Stance, min(items, MAX_STANCES), exact=True), ...))
+                        "of.", stances=(_items(_stance(letters), min(items, MAX_STANCES), exact=True), ...))
 
 
 @cache
-def summary_answer(items: int) -> type[BaseModel]:
+def summary_answer(items: int, letters: str) -> type[BaseModel]:
     return create_model("SummaryAnswer", __doc__="The summarizer: the final option of each conflict the debate left "
-                        "open.", verdicts=(_items(Stance, min(items, MAX_STANCES), exact=True), ...))
+                        "open.", verdicts=(_items(_stance(letters), min(items, MAX_STANCES), exact=True), ...))
 
 
 @cache

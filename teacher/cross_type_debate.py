@@ -27,7 +27,7 @@ from ie.claims import (
     uncontested,
 )
 from ie.records import ConflictLog, Stance
-from teacher.answers import debate_answer
+from teacher.answers import debate_answer, option_letters
 from teacher.conflicts import (
     Conflict,
     Position,
@@ -74,9 +74,11 @@ async def speak(ctx: RecordContext, agent: AgentId, conflicts: Sequence[Conflict
     revise among the options; only the Summarizer may reject them all (§3.3) - a weak model otherwise drops
     entities both agents found."""
     mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
-    [c] = await ctx.ask("debate", debate_answer(len(mine)), role="debater", agent=agent, params=ctx.params("debate"),
-                        round=round, name=agent.name, description=agent_description(ctx, agent),
-                        conflicts=block, items=", ".join(map(str, mine)), fallback=True)
+    letters = option_letters(max(len(conflicts[i - 1].options) for i in mine), none=False)
+    [c] = await ctx.ask("debate", debate_answer(len(mine), letters), role="debater", agent=agent,
+                        params=ctx.params("debate"), round=round, name=agent.name,
+                        description=agent_description(ctx, agent), conflicts=block, items=", ".join(map(str, mine)),
+                        fallback=True)
     stances: dict[str, Position] = {}
     for stance in c.value.stances if c.ok else []:
         if stance.item in mine:

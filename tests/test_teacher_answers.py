@@ -4,7 +4,16 @@ import pytest
 from pydantic import ValidationError
 
 from ie.mentions import MentionProfile
-from teacher.answers import Stance, Verdict, agent_answers, summary_answer, typed_answers, verify_answer
+from teacher.answers import (
+    Stance,
+    Verdict,
+    agent_answers,
+    debate_answer,
+    option_letters,
+    summary_answer,
+    typed_answers,
+    verify_answer,
+)
 
 PROFILE = MentionProfile(max_chars=10, items_per_agent=2)
 
@@ -33,11 +42,21 @@ def test_a_relation_agent_lists_at_most_pairs_per_agent_else_items_per_agent():
 def test_an_answer_on_numbered_items_lists_at_most_one_entry_per_item_asked():
     stances = [{"item": i, "choice": "A", "confidence": 0.9} for i in range(1, 6)]
     for asked in (1, 3, 5, 8):
-        summary = summary_answer(asked)
+        summary = summary_answer(asked, "AB")
         assert summary.__name__ == "SummaryAnswer"  # the response_format name the server and the fakes see
         bounds = summary.model_json_schema()["properties"]["verdicts"]
         assert bounds["minItems"] == bounds["maxItems"] == min(asked, 5)  # a verdict on every conflict asked
         assert len(summary.model_validate({"verdicts": stances}).verdicts) == min(asked, 5)
+
+
+def test_a_stance_s_grammar_offers_only_the_letters_of_the_options_asked():
+    assert option_letters(3, none=True) == "ABCN" and option_letters(2, none=False) == "AB"
+    for answer, key in ((summary_answer(2, "ABCN"), "verdicts"), (debate_answer(2, "AB"), "stances")):
+        schema = answer.model_json_schema()
+        stance = schema["$defs"][schema["properties"][key]["items"]["$ref"].split("/")[-1]]
+        assert stance["properties"]["choice"]["enum"] == list("ABCN" if key == "verdicts" else "AB")
+        # validation stays lenient: a letter naming no option is read, and `parse_letter` skips it
+        assert answer.model_validate({key: [{"item": 1, "choice": "Z", "confidence": 1}]})
 
 
 def test_the_baselines_answers_hold_only_the_schema_s_types():
