@@ -65,3 +65,27 @@ def test_the_baselines_answers_hold_only_the_schema_s_types():
     with pytest.raises(ValidationError):
         typed_answers(("Peop",), (), PROFILE)["direct"].model_validate(
             {"entities": [{"text": "Rome", "type": "Loc", "confidence": 1}]})
+
+
+@pytest.mark.slow
+def test_the_real_server_writes_a_verdict_on_every_conflict_with_a_letter_it_was_offered(endpoint):
+    """llguidance (the embedded llama.cpp's grammar) enforces the exact count and the letters: smollm2, asked
+    about three conflicts, answers three verdicts, each choosing among A, B and N."""
+    import asyncio
+
+    from ie.llm.client import Endpoint, LLMClient
+
+    guided = Endpoint(endpoint.url, endpoint.model, structured_output="llguidance")
+    prompt = ("Three conflicts. 1: 'Rome' is A) Loc or B) Org. 2: 'IBM' is A) Org or B) Peop. 3: 'Ann' is A) Peop "
+              "or B) Loc. Answer each item with its letter (N: none is correct), a confidence and a short reason.")
+
+    async def ask():
+        client = LLMClient.from_endpoints([guided], backoff_s=0.0)
+        try:
+            [completion] = await client.structured([{"role": "user", "content": prompt}], summary_answer(3, "ABN"))
+            return completion
+        finally:
+            await client.aclose()
+
+    answer = asyncio.run(ask()).value
+    assert len(answer.verdicts) == 3 and {v.choice for v in answer.verdicts} <= set("ABN")
