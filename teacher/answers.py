@@ -97,11 +97,6 @@ def _stance(letters: str) -> type[BaseModel]:
     return create_model("Stance", __base__=Stance, choice=(choice, ...))
 
 
-def option_letters(options: int, none: bool) -> str:
-    """The letters of `options` options (A, B, ...) and, where the answer may reject them all, N."""
-    return "".join(chr(ord("A") + i) for i in range(options)) + ("N" if none else "")
-
-
 class Verdict(BaseModel):
     item: int
     accept: bool

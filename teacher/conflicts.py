@@ -55,6 +55,12 @@ def letter(choice: int | None) -> str:
     return NONE if choice is None else chr(ord("A") + choice)
 
 
+def option_letters(conflicts: Sequence[Conflict], none: bool) -> str:
+    """The letters an answer on `conflicts` may choose: those of the most options any of them has, and N where the
+    answer may reject them all (the grammar's choices; `parse_letter` still checks each conflict's own)."""
+    return "".join(letter(i) for i in range(max(len(c.options) for c in conflicts))) + (NONE if none else "")
+
+
 def parse_letter(text: str, n_options: int) -> int | None | bool:
     """Option index, None for N, or False when the letter names no option."""
     t = text.strip().upper()[:1]

@@ -27,13 +27,14 @@ from ie.claims import (
     uncontested,
 )
 from ie.records import ConflictLog, Stance
-from teacher.answers import debate_answer, option_letters
+from teacher.answers import debate_answer
 from teacher.conflicts import (
     Conflict,
     Position,
     entity_conflicts,
     entity_label,
     letter,
+    option_letters,
     parse_letter,
     relation_conflicts,
     render_conflicts,
@@ -74,7 +75,7 @@ async def speak(ctx: RecordContext, agent: AgentId, conflicts: Sequence[Conflict
     revise among the options; only the Summarizer may reject them all (§3.3) - a weak model otherwise drops
     entities both agents found."""
     mine = [i for i, c in enumerate(conflicts, 1) if agent in c.agents]
-    letters = option_letters(max(len(conflicts[i - 1].options) for i in mine), none=False)
+    letters = option_letters([conflicts[i - 1] for i in mine], none=False)
     [c] = await ctx.ask("debate", debate_answer(len(mine), letters), role="debater", agent=agent,
                         params=ctx.params("debate"), round=round, name=agent.name,
                         description=agent_description(ctx, agent), conflicts=block, items=", ".join(map(str, mine)),

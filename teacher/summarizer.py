@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ie.claims import AgentId, C
-from teacher.answers import option_letters, summary_answer
-from teacher.conflicts import Conflict, Position, parse_letter, render_conflicts
+from teacher.answers import summary_answer
+from teacher.conflicts import Conflict, Position, option_letters, parse_letter, render_conflicts
 from teacher.context import RecordContext
 from teacher.likelihood_judge import judge
 
@@ -22,10 +22,9 @@ async def summarize(ctx: RecordContext, conflicts: Sequence[Conflict[C]],
     if not conflicts:
         return verdicts
     # A judge, not a debater: deterministic sampling.
-    letters = option_letters(max(len(c.options) for c in conflicts), none=True)
-    [c] = await ctx.ask("summarizer", summary_answer(len(conflicts), letters), role="summarizer",
-                        agent=AgentId("summarizer"), params=ctx.params("extract"),
-                        conflicts=render_conflicts(conflicts, positions), fallback=True)
+    answer = summary_answer(len(conflicts), option_letters(conflicts, none=True))
+    [c] = await ctx.ask("summarizer", answer, role="summarizer", agent=AgentId("summarizer"),
+                        params=ctx.params("extract"), conflicts=render_conflicts(conflicts, positions), fallback=True)
     for v in c.value.verdicts if c.ok else []:
         if 1 <= v.item <= len(conflicts):
             conflict = conflicts[v.item - 1]

@@ -9,7 +9,6 @@ from teacher.answers import (
     Verdict,
     agent_answers,
     debate_answer,
-    option_letters,
     summary_answer,
     typed_answers,
     verify_answer,
@@ -50,7 +49,6 @@ def test_an_answer_on_numbered_items_lists_at_most_one_entry_per_item_asked():
 
 
 def test_a_stance_s_grammar_offers_only_the_letters_of_the_options_asked():
-    assert option_letters(3, none=True) == "ABCN" and option_letters(2, none=False) == "AB"
     for answer, key in ((summary_answer(2, "ABCN"), "verdicts"), (debate_answer(2, "AB"), "stances")):
         schema = answer.model_json_schema()
         stance = schema["$defs"][schema["properties"][key]["items"]["$ref"].split("/")[-1]]

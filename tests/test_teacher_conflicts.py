@@ -2,7 +2,7 @@
 
 from ie.claims import AgentId, Arg, RelationClaim
 from ie.config import load_config, resolve_config_path
-from teacher.conflicts import entity_conflicts, parse_letter, relation_conflicts
+from teacher.conflicts import entity_conflicts, option_letters, parse_letter, relation_conflicts
 from tests.hand_claims import ent
 
 SCHEMA = load_config(resolve_config_path("conll04")).task_schema
@@ -24,6 +24,9 @@ def test_label_and_boundary_conflicts_are_separate_and_repeats_debated_once():
     assert label.agents == (AgentId("ner", "Loc"), AgentId("ner", "Peop"))
     _, nested = entity_conflicts(claims, nested=True)
     assert [c.kind for c in nested] == ["label"]
+    # the grammar's letters: the most options any conflict asked has, and N only for an answer that may reject all
+    three = label.__class__(id="x", kind="label", options=label.options + label.options[:1])
+    assert option_letters(conflicts, none=False) == "AB" and option_letters([label, three], none=True) == "ABCN"
 
 
 def test_relation_conflicts_need_exclusive_types_on_one_pair():
