@@ -65,6 +65,9 @@ class TeacherConfig:
     route_by: str = opt("answer", "how types are routed: answer (one call naming them, JSON constrained to "
                         "the schema's type names) or likelihood (a one-token yes/no per type; needs top_logprobs)")
     route_threshold: float = opt(0.5, "route_by likelihood: route a type whose P(yes) is at least this")
+    route_top_k: int = opt(0, "route_by likelihood: route each sentence's k highest-scored entity types and k "
+                           "highest-scored relation types, whatever their P(yes), instead of --route-threshold "
+                           "(0 = by the threshold); scores that rank but sit below any one threshold suit it")
     extract_temperature: float = opt(0.0, "temperature of extraction agents")
     debate_temperature: float = opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
     frequency_penalty: float = opt(0.1, "frequency penalty of debaters (paper: 0.1)")
@@ -101,7 +104,8 @@ class TeacherConfig:
         for name in ("concurrency", "max_tokens", "sc_samples", "window_tokens", "route_min_types"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"teacher.{name}: must be at least 1, got {getattr(self, name)}")
-        for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries", "retries"):
+        for name in ("max_rounds", "extent_check_words", "cross_task_rounds", "parse_retries", "retries",
+                     "route_top_k"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"teacher.{name}: must be 0 or more, got {getattr(self, name)}")
         if self.context_tokens is not None and self.context_tokens < 1:

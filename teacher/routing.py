@@ -6,7 +6,8 @@ per type, the probability of "yes" as the one-token answer to whether the text h
 after the sentence's shared prefix); types at `route_threshold` or above are routed. A relation type is skipped
 when it was not routed, or when no routed entity type can fill its head or its tail. A router that fails, or
 whose answer never validates, routes every type. What was routed, what was skipped and why, and the answer (or
-the scores) go to the transcript's `routing`.
+the scores) go to the transcript's `routing`. `route_top_k` routes the k highest-scored types of each kind instead
+of a threshold: the 1.5B's scores rank a sentence's types well, but below any one threshold (docs/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -126,9 +127,22 @@ async def by_likelihood(ctx: RecordContext) -> Routing:
     scores = {(t, name): c.value.probabilities["yes"] for (t, name, _), [c] in zip(asked, found) if c.ok}
     if not scores:
         return every_type(schema, fallback=next(c.error for [c] in found))
-    kept = {(t, name) for t, name, _ in asked if scores.get((t, name), 1.0) >= threshold}
+    kept = kept_types([(t, name) for t, name, _ in asked], scores, threshold, ctx.cfg.route_top_k)
     routing = decide(schema, [n for t, n in kept if t == "route_entity"], [n for t, n in kept if t != "route_entity"])
     return replace(routing, answer={name: round(p, 4) for (_, name), p in scores.items()})
+
+
+def kept_types(asked: Sequence[tuple[str, str]], scores: dict[tuple[str, str], float], threshold: float,
+               top_k: int = 0) -> set[tuple[str, str]]:
+    """The (kind, type) pairs routed by their P(yes) (pure): with `top_k`, the k highest-scored of each kind (ties
+    in schema order), else those at `threshold` or above. A type with no score counts as 1.0, so it is routed."""
+    if not top_k:
+        return {key for key in asked if scores.get(key, 1.0) >= threshold}
+    kept: set[tuple[str, str]] = set()
+    for kind in dict.fromkeys(t for t, _ in asked):
+        ranked = sorted((key for key in asked if key[0] == kind), key=lambda key: -scores.get(key, 1.0))
+        kept.update(ranked[:top_k])
+    return kept
 
 
 ROUTERS = {"answer": by_answer, "likelihood": by_likelihood}

@@ -10,7 +10,15 @@ from ie.records import LabelledRecord
 from ie.schema import Entity, Record, Relation
 from teacher.config import TeacherConfig
 from teacher.report import run_summary, write_report
-from teacher.routing import MAX_RELATION_TYPES, NOT_ROUTED, decide, gold_types_kept, gold_types_ranked, route_answer
+from teacher.routing import (
+    MAX_RELATION_TYPES,
+    NOT_ROUTED,
+    decide,
+    gold_types_kept,
+    gold_types_ranked,
+    kept_types,
+    route_answer,
+)
 from tests.schemas import CASES, CONLL04, NYT
 from tests.teacher_script import FAST, Script, agent_answers, by_name, called, found_args, label, on, with_pairs
 
@@ -117,6 +125,35 @@ def test_likelihood_router_routes_the_types_whose_yes_is_probable_enough(case):
     stricter = on(case, Script({**agent_answers(case), **answers}), routing="on", route_by="likelihood",
                   route_threshold=0.7)
     assert set(stricter.debate.routing.relation_types) <= {unscored}
+
+
+def test_top_k_routes_the_k_best_scored_types_of_each_kind_whatever_the_threshold():
+    asked = [("route_entity", "A"), ("route_entity", "B"), ("route_entity", "C"),
+             ("route_relation", "r"), ("route_relation", "s"), ("route_relation", "t")]
+    scores = {("route_entity", "A"): 0.1, ("route_entity", "B"): 0.3, ("route_entity", "C"): 0.3,
+              ("route_relation", "r"): 0.05, ("route_relation", "t"): 0.2}  # s has no score: it counts as 1.0
+    assert kept_types(asked, scores, 0.5) == {("route_relation", "s")}
+    assert kept_types(asked, scores, 0.5, top_k=1) == {("route_entity", "B"), ("route_relation", "s")}  # B ties C
+    assert kept_types(asked, scores, 0.5, top_k=2) == {("route_entity", "B"), ("route_entity", "C"),
+                                                        ("route_relation", "s"), ("route_relation", "t")}
+    assert kept_types(asked, scores, 0.5, top_k=9) == set(asked)
+
+
+def test_likelihood_router_by_rank_calls_the_top_k_agents_though_every_score_is_low():
+    schema = CONLL04.schema
+    low = dict(zip(schema.entity_types, (0.3, 0.2, 0.1, 0.05)))
+    answers = {("route", t): {"yes": p, "no": 1 - p} for t, p in low.items()}
+    answers.update({("route", spec.description): {"yes": 0.01 * (i + 1), "no": 0.9}
+                    for i, spec in enumerate(schema.relation_types.values())})
+    by_threshold = on(CONLL04, Script({**agent_answers(CONLL04), **answers}), routing="on", route_by="likelihood")
+    assert by_threshold.debate.routing.entity_types == []
+    script = Script({**agent_answers(CONLL04), **answers})
+    out = on(CONLL04, script, routing="on", route_by="likelihood", route_top_k=2)
+    top_entities = sorted(low, key=lambda t: -low[t])[:2]
+    assert out.debate.routing.entity_types == [t for t in schema.entity_types if t in top_entities]
+    assert set(called(script, out, "ner_agent")) == {f"ner:{t}" for t in top_entities}
+    top_relations = list(schema.relation_types)[-2:]
+    assert set(out.debate.routing.relation_types) == set(decide(schema, top_entities, top_relations).relation_types)
 
 
 def test_likelihood_router_with_no_scores_routes_every_type():
