@@ -123,6 +123,9 @@ class TeacherConfig:
             raise ConfigError(f"teacher.routing: one of {ROUTING}, got {self.routing!r}")
         if self.route_by not in ROUTERS:
             raise ConfigError(f"teacher.route_by: one of {ROUTERS}, got {self.route_by!r}")
+        if self.route_top_k and self.route_by != "likelihood":
+            raise ConfigError(f"teacher.route_top_k: ranks likelihood scores; set route_by: likelihood, or "
+                              f"route_top_k: 0 (route_by is {self.route_by!r})")
         if not 0.0 <= self.route_threshold <= 1.0:
             raise ConfigError(f"teacher.route_threshold: must be in [0, 1], got {self.route_threshold}")
         if self.re_mode is not None and self.re_mode not in RE_MODES:

@@ -223,9 +223,9 @@ def test_routing_is_recorded_only_for_crossagentie(case):
     assert not called(script, out, "router") and out.debate.routing is None
 
 
-@pytest.mark.parametrize("route_by", ["answer", "likelihood"])
+@pytest.mark.parametrize(("route_by", "top_k"), [("answer", 0), ("likelihood", 0), ("likelihood", 2)])
 @pytest.mark.slow
-def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint, route_by):
+def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint, route_by, top_k):
     import asyncio
 
     from teacher.runner import label_records
@@ -235,7 +235,7 @@ def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint,
     # As the embedded run asks it: llguidance keeps the answer's lists within their bounds.
     grammar = Endpoint(endpoint.url, endpoint.model, structured_output="llguidance")
     client = LLMClient.from_endpoints([grammar], max_parse_retries=0)
-    cfg = TeacherConfig(**{**FAST, "max_tokens": 96, "routing": "on", "route_by": route_by,
+    cfg = TeacherConfig(**{**FAST, "max_tokens": 96, "routing": "on", "route_by": route_by, "route_top_k": top_k,
                            "summarizer": "likelihood", "max_rounds": 0})
     [out] = asyncio.run(label_records([Record(id="r", text=text)], "crossagentie", schema, client, cfg))
     calls, routing = out.debate.calls, out.debate.routing
@@ -250,6 +250,9 @@ def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint,
         assert len(routers) == len(schema.entity_types) + len(schema.relation_types)
         assert all(c.completion_tokens == 1 for c in routers)
         assert routing.answer and all(0 <= p <= 1 for p in routing.answer.values())
+    if top_k:  # NYT's one entity type is kept, and its relation types are the top_k best scored, whatever P(yes)
+        best = sorted(schema.relation_types, key=lambda r: -routing.answer[r])[:top_k]
+        assert routing.entity_types == list(schema.entity_types) and set(routing.relation_types) == set(best)
     agents = {f"ner:{t}" for t in schema.entity_types} | {f"re:{r}" for r in schema.relation_types}
     routed = {f"ner:{t}" for t in routing.entity_types} | {f"re:{r}" for r in routing.relation_types}
     assert routed | set(routing.skipped) == agents and not routed & set(routing.skipped)
