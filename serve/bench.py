@@ -7,8 +7,9 @@ Teacher methods run on the teacher endpoint (default: the catalogue's default te
 `student` runs the student's template (`ie.student_format`) against the student (`--student-adapter` GGUF LoRA on
 the embedded server, or `--student-endpoint URL --student-model NAME`, e.g. vLLM). Writes `bench.json`, `bench.md`
 and `bench.png` into --out. A method's row is kept in `rows/<method>.json` and reused by a later bench with the
-same settings (its numbers came from that earlier, timed run); `--fresh` re-runs everything and bypasses the call
-cache so latencies are real. `--overhead` also replays each teacher method's fresh calls straight to the server as
+same settings (its numbers came from that earlier, timed run); `--fresh` bypasses the call cache so latencies are
+real, and keeps only rows and records measured that way (a stopped fresh bench resumes; delete rows/ to measure
+again). `--overhead` also replays each teacher method's fresh calls straight to the server as
 plain requests of the same token sizes: the gap in wall time is what the toolkit's orchestration costs.
 """
 from __future__ import annotations

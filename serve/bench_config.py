@@ -37,7 +37,8 @@ class BenchConfig:
     threads: int | None = opt(None, "CPU threads of an embedded server (default: all cores)")
     price_as: str | None = opt(None, "price the rows at this bench.prices entry's $ per 1M tokens")
     out: str = opt("runs/bench", "output folder (bench.json, bench.md, bench.png, rows/)")
-    fresh: bool = opt(False, "re-run every method and bypass the call cache, so latencies are real")
+    fresh: bool = opt(False, "bypass the call cache, so latencies are real; rows measured so are kept, so a "
+                             "stopped fresh bench resumes")
     overhead: bool = opt(False, "replay each teacher method's fresh calls as plain requests: the toolkit's cost")
 
     def __post_init__(self) -> None:

@@ -61,27 +61,32 @@ def _row_path(out: Path, method: str) -> Path:
 
 
 class PartialRow:
-    """A method's records appended as they finish (`rows/<method>.partial.jsonl`, first line its settings), so
-    a stopped bench resumes where it stopped: finished records keep the stats (and wall time) they were
-    measured with; a resumed method's wall time adds theirs (exact at concurrency 1). Settings that differ
-    (but for `limit` and `offset`: a record is the same record in another slice), or `resume=False` (--fresh),
-    start it afresh."""
+    """A method's records appended as they finish (`rows/<method>.partial.jsonl`, first line its settings and
+    whether they were measured fresh), so a stopped bench resumes where it stopped: finished records keep the
+    stats (and wall time) they were measured with; a resumed method's wall time adds theirs (exact at
+    concurrency 1). Settings that differ (but for `limit` and `offset`: a record is the same record in another
+    slice), or a fresh bench over records measured with the call cache on, start it afresh."""
 
-    def __init__(self, out: Path, method: str, settings: dict[str, Any], resume: bool = True):
+    def __init__(self, out: Path, method: str, settings: dict[str, Any], fresh: bool):
         settings = {k: v for k, v in settings.items() if k not in ("limit", "offset")}
         self.path = out / "rows" / f"{method}.partial.jsonl"
         self.done: dict[str, LabelledRecord] = {}
-        if resume and self.path.exists():
+        if self.path.exists():
             lines = self.path.read_text(encoding="utf-8").splitlines()
-            if lines and json.loads(lines[0]) == settings:
+            header = json.loads(lines[0]) if lines else {}
+            measured_fresh = header.pop("fresh", False)
+            if header == settings and (measured_fresh or not fresh):
                 records = self._finished(lines)
                 self.done = {r.id: r for r in records}
-                if len(records) < len(lines) - 1:  # drop a last record cut off by a kill: it runs again
-                    self.path.write_text("".join(x + "\n" for x in [lines[0]] + lines[1:len(records) + 1]),
+                # rewritten without a last record cut off by a kill (it runs again), and as measured with the
+                # cache on once a bench with the cache on adds to it
+                first = json.dumps({**settings, "fresh": fresh})
+                if len(records) < len(lines) - 1 or measured_fresh != fresh:
+                    self.path.write_text("".join(x + "\n" for x in [first] + lines[1:len(records) + 1]),
                                          encoding="utf-8")
         if not self.done:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps(settings) + "\n", encoding="utf-8")
+            self.path.write_text(json.dumps({**settings, "fresh": fresh}) + "\n", encoding="utf-8")
 
     def _finished(self, lines: list[str]) -> list[LabelledRecord]:
         """The records after the settings line; only the last line may be torn (a write cut off by a kill)."""
@@ -106,12 +111,12 @@ class PartialRow:
 
 
 def reusable_row(out: Path, method: str, cfg: BenchConfig) -> MeasuredRow | None:
-    """A row measured earlier with the same settings, unless --fresh."""
+    """A row measured earlier with the same settings; a fresh bench keeps only rows measured fresh."""
     path = _row_path(out, method)
-    if cfg.fresh or not path.exists():
+    if not path.exists():
         return None
     saved = MeasuredRow.model_validate_json(path.read_text(encoding="utf-8"))
-    return saved if saved.settings == cfg.settings_key(method) else None
+    return saved if saved.settings == cfg.settings_key(method) and (saved.fresh or not cfg.fresh) else None
 
 
 def price_for(dataset: DatasetConfig, cfg: BenchConfig, model: str) -> tuple[str, Price]:
@@ -150,7 +155,7 @@ async def resumed(out: Path, method: str, cfg: BenchConfig, records: Sequence[Re
     """(records in input order, wall time): `label(todo, on_record=...)` runs on the records not finished by
     an earlier, stopped bench (see `PartialRow`), with a progress bar. Raises `IncompleteRun` when some did
     not finish: those are kept for the next bench to label, never scored."""
-    partial = PartialRow(out, method, cfg.settings_key(method), resume=not cfg.fresh)
+    partial = PartialRow(out, method, cfg.settings_key(method), fresh=cfg.fresh)
     todo = [r for r in records if r.id not in partial.done]
     with _bar(method, len(records)) as bar:
         bar.update(len(records) - len(todo))

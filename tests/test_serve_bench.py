@@ -108,7 +108,7 @@ def test_bench_flags_show_their_help_and_default(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         bench.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--fresh re-run every method and bypass the call cache, so latencies are real (default False)" in text
+    assert "--fresh bypass the call cache, so latencies are real; rows measured so are kept, so a stopped fresh bench resumes (default False)" in text
     assert "(default direct,type-agents,crossagentie)" in text and "--verbose" in text
 
 

@@ -60,6 +60,38 @@ def test_a_stopped_bench_resumes_from_the_records_it_finished(tmp_path, fake_end
     assert json.loads((tmp_path / "rows" / "direct.json").read_text())["wall_s"] == pytest.approx(5.0, abs=0.5)
 
 
+def test_a_stopped_fresh_bench_resumes_fresh_and_keeps_its_rows(tmp_path, fake_endpoints):
+    """--fresh keeps what it measured fresh (a stopped fresh bench resumes), never what the call cache replayed."""
+    argv = ["--config", "conll04", "--split", "dev", "--limit", "2", "--out", str(tmp_path), "--methods",
+            "direct,type-agents", "--endpoint", "http://fake/v1", "--model-name", "fake"]
+    assert bench.main(argv) == 0
+    calls = len(fake_endpoints.requests)
+    assert bench.main(argv + ["--fresh"]) == 0  # rows measured with the cache on: measured again
+    fresh_calls = len(fake_endpoints.requests) - calls
+    assert fresh_calls == calls
+    saved = json.loads((tmp_path / "rows" / "type-agents.json").read_text())
+    assert saved["fresh"] is True
+    assert bench.main(argv + ["--fresh"]) == 0  # both rows measured fresh: kept
+    assert len(fake_endpoints.requests) == 2 * calls
+    # as if stopped during type-agents' second record: direct's row kept, one type-agents record kept
+    store = tmp_path / "rows" / "type-agents.partial.jsonl"
+    lines = store.read_text().splitlines()
+    assert json.loads(lines[0])["fresh"] is True
+    (tmp_path / "rows" / "type-agents.json").unlink()
+    store.write_text("\n".join(lines[:2]) + "\n")
+    assert bench.main(argv + ["--fresh"]) == 0
+    assert len(fake_endpoints.requests) == 2 * calls + 4  # one record's four entity agents
+    assert json.loads((tmp_path / "rows" / "type-agents.json").read_text())["fresh"] is True
+    # a bench with the cache on may add to fresh records; they are no longer all fresh, so --fresh redoes them
+    (tmp_path / "rows" / "type-agents.json").unlink()
+    store.write_text("\n".join(store.read_text().splitlines()[:2]) + "\n")
+    assert bench.main(argv) == 0 and json.loads(store.read_text().splitlines()[0])["fresh"] is False
+    asked = len(fake_endpoints.requests)
+    (tmp_path / "rows" / "type-agents.json").unlink()
+    assert bench.main(argv + ["--fresh"]) == 0
+    assert len(fake_endpoints.requests) == asked + 8  # both records, four agents each
+
+
 def test_bench_scores_as_the_config_s_score_section_says(tmp_path):
     from ie.config import load_config, resolve_config_path
     from ie.schema import write_records
