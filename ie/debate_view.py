@@ -80,6 +80,8 @@ def entity_decision(debate: Transcript | None, entity: Entity) -> Decision | Non
                 if c.role == "summarizer" and _same(c.asked, text) and isinstance(c.answer, dict)]
     changes = [f"name extent check: {e.mention!r} trimmed to {e.trimmed_to!r}" for e in debate.extents
                if e.trimmed_to and _same(e.trimmed_to, text)]
+    changes += [f"uncontested check: retyped from {c.type} ({c.verdict} {c.probability:.2f})" for c in debate.checks
+                if c.outcome == "retyped" and _same(c.mention, text) and c.verdict == entity.type]
     for a in debate.alignment:
         changes += [f"cross-task round {a.round}: alignment {x.action} it"
                     + (f" (was {x.from_type})" if x.from_type else "") + (f" as {x.type}" if x.type else "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
@@ -98,6 +98,17 @@ class ExtentLog(Logged):
     trimmed_to: str | None = None
 
 
+class UncontestedCheckLog(Logged):
+    """One uncontested mention's check (`teacher.uncontested_check`): what became of it, by the likelihood
+    Summarizer's most probable answer for its span (`verdict`: its own type, "none", or the type it took) and
+    that answer's probability."""
+    mention: str
+    type: str
+    outcome: Literal["kept", "dropped", "retyped"]
+    verdict: str
+    probability: float
+
+
 class RoutingLog(BaseModel):
     """The types routed to agents (`teacher.routing`), each skipped agent with its reason, the router's answer
     (names, or P(yes) by type) and why every type was routed instead (`fallback`)."""
@@ -117,13 +128,14 @@ class WindowSpan(BaseModel):
 
 class Transcript(BaseModel):
     """The record's `debate`: every call, every conflict and how it was settled, Δ per cross-task round, each
-    long mention's name extent check, notes, the routing (None: not routed) and the windows (None: labelled
-    whole; else every entry carries its `window`)."""
+    long mention's name extent check, each uncontested mention's check, notes, the routing (None: not routed)
+    and the windows (None: labelled whole; else every entry carries its `window`)."""
     method: str
     calls: list[CallLog] = Field(default_factory=list)
     conflicts: list[ConflictLog] = Field(default_factory=list)
     alignment: list[AlignmentRound] = Field(default_factory=list)
     extents: list[ExtentLog] = Field(default_factory=list)
+    checks: list[UncontestedCheckLog] = Field(default_factory=list, exclude_if=lambda v: not v)  # written when on
     notes: list[str] = Field(default_factory=list)
     routing: RoutingLog | None = None
     windows: list[WindowSpan] | None = None

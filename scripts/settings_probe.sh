@@ -20,6 +20,7 @@ declare -A flags=(
   [written-round1]="--summarizer generate --max-rounds 1"
   [no-extent]="--extent-check-words 0"       # no name extent check
   [no-cross-task]="--cross-task-rounds 0"    # NER and RE without feedback
+  [check]="--check-uncontested"              # the likelihood Summarizer also checks uncontested mentions
 )
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(written round1 written-round1 no-extent)

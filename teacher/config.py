@@ -54,6 +54,8 @@ class TeacherConfig:
     extent_instruction: str = opt("Copy from it only the ${word} itself: leave out the words around it that are "
                                   "not part of the ${word}.", "what the name extent check asks for (${word}: the "
                                   "type's answer word)")
+    check_uncontested: bool = opt(False, "crossagentie: the likelihood Summarizer also scores each mention only "
+                                  "one agent listed: kept, dropped (\"none\") or retyped by its most probable answer")
     judge_none: str = opt("none of these types", "what the likelihood judge's option 'none' is said to mean")
     cross_task_rounds: int = opt(2, "NER<->RE feedback rounds")
     seed: int = opt(0, "base seed for sampling and speaking order")
@@ -126,6 +128,9 @@ class TeacherConfig:
         if self.route_top_k and self.route_by != "likelihood":
             raise ConfigError(f"teacher.route_top_k: ranks likelihood scores; set route_by: likelihood, or "
                               f"route_top_k: 0 (route_by is {self.route_by!r})")
+        if self.check_uncontested and self.summarizer != "likelihood":
+            raise ConfigError(f"teacher.check_uncontested: the likelihood Summarizer checks; set summarizer: "
+                              f"likelihood, or check_uncontested: false (summarizer is {self.summarizer!r})")
         if not 0.0 <= self.route_threshold <= 1.0:
             raise ConfigError(f"teacher.route_threshold: must be in [0, 1], got {self.route_threshold}")
         if self.re_mode is not None and self.re_mode not in RE_MODES:

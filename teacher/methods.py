@@ -20,6 +20,7 @@ from teacher.name_extent import trim_names
 from teacher.routing import route
 from teacher.self_consistency import self_consistency, soft_self_consistency
 from teacher.type_agents import ner_agents
+from teacher.uncontested_check import check_uncontested
 
 Method = Callable[[Record, RecordContext], Awaitable[Outcome]]
 
@@ -33,10 +34,11 @@ async def type_agents(record: Record, ctx: RecordContext) -> Outcome:
 
 
 async def crossagentie(record: Record, ctx: RecordContext) -> Outcome:
-    """Routing, type agents, cross-type debate (+ Summarizer), name extent check, cross-task debate with
-    alignment."""
+    """Routing, type agents, cross-type debate (+ Summarizer), uncontested mention check, name extent check,
+    cross-task debate with alignment."""
     routed = await route(ctx)
-    entities = await trim_names(ctx, await settle_entities(ctx, await ner_agents(ctx, routed.entity_types)))
+    settled = await settle_entities(ctx, await ner_agents(ctx, routed.entity_types))
+    entities = await trim_names(ctx, await check_uncontested(ctx, settled))
     if not ctx.schema.relation_types:
         return entities, []
     return await cross_task(ctx, entities, relation_types=routed.relation_types)

@@ -40,6 +40,7 @@ def run_summary(predictions: Sequence[LabelledRecord]) -> dict[str, Any]:
                       "actions": dict(Counter(x.action for a in rounds for x in a.actions))},
         "extents": {"checked": sum(len(d.extents) for d in debates),
                     "trimmed": sum(bool(e.trimmed_to) for d in debates for e in d.extents)},
+        "uncontested_checks": dict(Counter(c.outcome for d in debates for c in d.checks)),
         "routing": {"records": sum(d.routing is not None for d in debates),
                     "agents_skipped": sum(s.agents_skipped_by_routing for s in stats),
                     "fallbacks": sum(bool(d.routing and d.routing.fallback) for d in debates)},
@@ -104,8 +105,10 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig, served_model: str
     c, a = t["conflicts"], t["alignment"]
     lines += ["## Debate", "", f"Conflicts found: {c['found']}.", ""]
     lines += _count_table("conflict kind", c["by_kind"]) + _count_table("settled by", c["settled_by"])
-    lines += [f"Name extent checks: {t['extents']['checked']}, {t['extents']['trimmed']} mentions trimmed.", "",
-              (f"Alignment: Δ (B \\ A) {a['re_only_before']} before, {a['re_only_after']} after; actions: "
+    lines += [f"Name extent checks: {t['extents']['checked']}, {t['extents']['trimmed']} mentions trimmed.", ""]
+    if t["uncontested_checks"]:
+        lines += [f"Uncontested mentions checked: {_counts_sentence(t['uncontested_checks'])}.", ""]
+    lines += [(f"Alignment: Δ (B \\ A) {a['re_only_before']} before, {a['re_only_after']} after; actions: "
                f"{_counts_sentence(a['actions'])}."), ""]
     r = t["routing"]
     if r["records"]:

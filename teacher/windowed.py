@@ -49,7 +49,7 @@ def _joined(windows: list[WindowLabel], method: str) -> Transcript:
                                                 for w in windows])
     for i, w in enumerate(windows):
         part = w.debate or Transcript(method=method)
-        for name in ("calls", "conflicts", "alignment", "extents"):
+        for name in ("calls", "conflicts", "alignment", "extents", "checks"):
             getattr(debate, name).extend(x.model_copy(update={"window": i}) for x in getattr(part, name))
         debate.notes.extend(part.notes)
     return debate
