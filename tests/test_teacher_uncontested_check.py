@@ -4,7 +4,9 @@ Summarizer's most probable answer for its span; scripted, then (slow) against th
 import pytest
 
 from ie.config import ConfigError
+from ie.debate_view import entity_decision
 from teacher.config import TeacherConfig
+from teacher.report import run_summary
 from tests.teacher_script import CONFLICT, SMITHSONIAN, Script, entities, label
 
 # "Smithsonian" is contested (Org and Loc claim it), "Washington" only the Loc agent lists.
@@ -35,6 +37,8 @@ def test_an_uncontested_mention_takes_its_span_s_most_probable_type_backed_by_th
     _, out = checked({"person": 0.6, "location": 0.3, "none": 0.1})
     assert entities(out) == [("Smithsonian", "Org"), ("Washington", "Peop")]
     assert out.debate.checks[0].outcome == "retyped" and out.entities[1].confidence == pytest.approx(0.6 * 0.8)
+    assert run_summary([out])["uncontested_checks"] == {"retyped": 1}  # what report.md prints
+    assert entity_decision(out.debate, out.entities[1]).changes == ["uncontested check: retyped from Loc (Peop 0.60)"]
 
 
 def test_the_check_is_off_by_default_and_asks_only_about_uncontested_mentions():
