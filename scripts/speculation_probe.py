@@ -58,11 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mode, speculation in modes.items():
             with LocalServer(args.model, n_parallel=concurrency, speculation=speculation) as server:
                 start = time.monotonic()
+                # the first answer's timeout runs from start(): a long one at concurrency 1 takes over 30 s
                 out = crossagentie.extract_batch(
                     [Record(id=r.id, text=r.text) for r in records], schema=config, method=args.method,
                     endpoint=server.base_url, model_name=server.model_name, structured_output="llguidance",
-                    concurrency=concurrency, timeout_first_answer_s=600)  # up since start(); a long first answer
-                                                                          # at concurrency 1 takes over 30 s
+                    concurrency=concurrency, timeout_first_answer_s=600)
                 wall = time.monotonic() - start
             labels = [_labels(r) for r in out]
             plain = plain or labels

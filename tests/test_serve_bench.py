@@ -141,6 +141,13 @@ def test_bench_on_the_real_embedded_server(tmp_path):
     overhead = data["orchestration overhead"]["direct"]
     # --fresh is off but the folder is new: every call was fresh, and each is replayed
     assert overhead["replayed_calls"] == row["calls_per_sentence"] * row["sentences"] and overhead["replay_wall_s"] > 0
+    # --fresh measures `direct` again (its row was measured with the cache on), then keeps that fresh row
+    fresh = ["--config", "conll04", "--split", "dev", "--limit", "1", "--out", str(tmp_path), "--methods", "direct",
+             "--model", "smollm2-135m", "--fresh"]
+    assert bench.main(fresh) == 0
+    saved = json.loads((tmp_path / "rows" / "direct.json").read_text())
+    assert saved["fresh"] is True
+    assert bench.main(fresh) == 0 and json.loads((tmp_path / "rows" / "direct.json").read_text()) == saved
 
 
 def test_sigterm_stops_a_bench_with_one_line_exit_143_and_the_finished_record_kept(tmp_path):
