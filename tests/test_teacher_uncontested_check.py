@@ -77,8 +77,8 @@ def test_the_check_follows_the_real_model_s_most_probable_answer(endpoint):
     text = "John Wilkes Booth , who assassinated President Lincoln , was an actor ."
     ctx = RecordContext(Record(id="r", text=text), schema, LLMClient.from_endpoints([endpoint]),
                         TeacherConfig(**FAST, check_uncontested=True), "crossagentie")
-    mentions = ("John Wilkes Booth", "Lincoln", "an actor")
-    claims = [EntityClaim(Arg(text.index(m), text.index(m) + len(m), "Peop", m), AgentId("ner", "Peop"), 0.9)
+    mentions, claimed = ("John Wilkes Booth", "Lincoln", "an actor"), "Peop"
+    claims = [EntityClaim(Arg(text.index(m), text.index(m) + len(m), claimed, m), AgentId("ner", claimed), 0.9)
               for m in mentions]
 
     async def check_then_score():
@@ -90,6 +90,6 @@ def test_the_check_follows_the_real_model_s_most_probable_answer(endpoint):
     assert scores, "the model gave none of these mentions a score"
     assert ctx.usage.calls == calls == len(mentions)  # one call a mention; scoring again replays it
     tops = {m: max(p, key=p.__getitem__) for m, p in scores.items()}
-    expected = [(m, tops.get(m, "Peop")) for m in mentions if tops.get(m) != NOT_ENTITY]  # unscored: kept as it was
+    expected = [(m, tops.get(m, claimed)) for m in mentions if tops.get(m) != NOT_ENTITY]  # unscored: kept as it was
     assert [(d.claim.arg.text, d.claim.arg.type) for d in kept] == expected
     assert [(c.mention, c.verdict) for c in ctx.transcript.checks] == [(m, tops[m]) for m in mentions if m in tops]
