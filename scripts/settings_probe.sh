@@ -21,6 +21,7 @@ declare -A flags=(
   [no-extent]="--extent-check-words 0"       # no name extent check
   [no-cross-task]="--cross-task-rounds 0"    # NER and RE without feedback
   [check]="--check-uncontested"              # the likelihood Summarizer also checks uncontested mentions
+  [route-top3]="--routing on --route-by likelihood --route-top-k 3"  # only each sentence's 3 best-scored types' agents
 )
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(written round1 written-round1 no-extent)
