@@ -12,6 +12,7 @@ of a threshold: the 1.5B's scores rank a sentence's types well, but below any on
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -116,18 +117,21 @@ async def by_answer(ctx: RecordContext) -> Routing:
 
 async def by_likelihood(ctx: RecordContext) -> Routing:
     """A one-token yes/no per type (the transcript's `asked` names the type); the answer is P(yes) by type. A
-    type the endpoint cannot score is routed; when it can score none, every type is."""
-    schema, threshold = ctx.schema, ctx.cfg.route_threshold
+    type the endpoint cannot score is routed; when it can score none, every type is. By rank, a kind with at
+    most `route_top_k` types is routed whole without asking (SemEval's one entity type): no score could drop it."""
+    schema, threshold, top_k = ctx.schema, ctx.cfg.route_threshold, ctx.cfg.route_top_k
     asked = [("route_entity", n, s.description) for n, s in schema.entity_types.items()]
     asked += [("route_relation", n, s.description) for n, s in schema.relation_types.items()]
+    sizes = Counter(t for t, _, _ in asked)
+    scored = [a for a in asked if not top_k or sizes[a[0]] > top_k]
     found = await asyncio.gather(*(ctx.choose(template, YES_NO, role="router", agent=ROUTER, mention=name,
                                               name=name, description=description,
                                               entity_types=", ".join(schema.entity_types))
-                                   for template, name, description in asked))
-    scores = {(t, name): c.value.probabilities["yes"] for (t, name, _), [c] in zip(asked, found) if c.ok}
-    if not scores:
+                                   for template, name, description in scored))
+    scores = {(t, name): c.value.probabilities["yes"] for (t, name, _), [c] in zip(scored, found) if c.ok}
+    if scored and not scores:
         return every_type(schema, fallback=next(c.error for [c] in found))
-    kept = kept_types([(t, name) for t, name, _ in asked], scores, threshold, ctx.cfg.route_top_k)
+    kept = kept_types([(t, name) for t, name, _ in asked], scores, threshold, top_k)
     routing = decide(schema, [n for t, n in kept if t == "route_entity"], [n for t, n in kept if t != "route_entity"])
     return replace(routing, answer={name: round(p, 4) for (_, name), p in scores.items()})
 

@@ -19,7 +19,7 @@ from teacher.routing import (
     kept_types,
     route_answer,
 )
-from tests.schemas import CASES, CONLL04, NYT
+from tests.schemas import CASES, CONLL04, NYT, SEMEVAL
 from tests.teacher_script import FAST, Script, agent_answers, by_name, called, found_args, label, on, with_pairs
 
 CONLL = CONLL04.schema
@@ -156,6 +156,22 @@ def test_likelihood_router_by_rank_calls_the_top_k_agents_though_every_score_is_
     assert set(out.debate.routing.relation_types) == set(decide(schema, top_entities, top_relations).relation_types)
 
 
+def test_by_rank_a_kind_with_at_most_k_types_is_routed_without_asking():
+    schema = SEMEVAL.schema  # one entity type: with top 3, Nominal is routed whatever its score, so it is not asked
+    answers = {("route", spec.description): {"yes": 0.1 * (i + 1), "no": 0.5}
+               for i, spec in enumerate(schema.relation_types.values())}
+    script = Script({**agent_answers(SEMEVAL), **answers, ("route", "Nominal"): {"yes": 0.01, "no": 0.99}})
+    out = on(SEMEVAL, script, routing="on", route_by="likelihood", route_top_k=3)
+    routing = out.debate.routing
+    assert called(script, out, "router")["router"] == len(schema.relation_types)
+    assert routing.entity_types == ["Nominal"] and "Nominal" not in routing.answer
+    assert set(routing.relation_types) == set(list(schema.relation_types)[-3:])
+    every = on(SEMEVAL, Script({**agent_answers(SEMEVAL), **answers}), routing="on", route_by="likelihood",
+               route_top_k=len(schema.relation_types))
+    assert not [c for c in every.debate.calls if c.role == "router"] and every.debate.routing.fallback is None
+    assert set(every.debate.routing.relation_types) == set(schema.relation_types)
+
+
 def test_likelihood_router_with_no_scores_routes_every_type():
     script = Script(agent_answers(NYT))
     out = on(NYT, script, routing="on", route_by="likelihood")
@@ -247,7 +263,8 @@ def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint,
         assert router.completion_tokens > 0 and router.answer == routing.answer
         assert set(routing.answer["relation_types"]) <= set(schema.relation_types)
     else:
-        assert len(routers) == len(schema.entity_types) + len(schema.relation_types)
+        # by rank, NYT's one entity type is routed unasked: no score could drop it
+        assert len(routers) == (0 if top_k else len(schema.entity_types)) + len(schema.relation_types)
         assert all(c.completion_tokens == 1 for c in routers)
         assert routing.answer and all(0 <= p <= 1 for p in routing.answer.values())
     if top_k:  # NYT's one entity type is kept, and its relation types are the top_k best scored, whatever P(yes)
