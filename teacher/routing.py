@@ -204,8 +204,9 @@ def _ranked(gold: Sequence[Record], predictions: Sequence[LabelledRecord], names
     top, chance, total, records = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0), 0, 0
     for routing, truth in _routed(gold, predictions):
         scores = routing.answer
-        if len(names) < 2 or not scores or not all(isinstance(p, float) for p in scores.values()):
-            continue  # one type or none of this kind (nothing to rank), or routed by an answer (no scores)
+        if (len(names) < 2 or not scores or not all(isinstance(p, float) for p in scores.values())
+                or not any(t in scores for t in names)):
+            continue  # one type or none of this kind, or none scored (routed unasked by rank, or by an answer)
         ranked = sorted(names, key=lambda t: -scores.get(t, 1.0))
         found = gold_types(truth)
         records, total = records + 1, total + len(found)

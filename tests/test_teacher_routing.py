@@ -222,6 +222,9 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
                            "chance": {"1": 0.4, "2": 0.8, "4": 1.6}}}
     one_type = CONLL.model_copy(update={"entity_types": {"Peop": CONLL.entity_types["Peop"]}})
     assert gold_types_ranked(golds, [by_likelihood], one_type)["entity_types"]["records"] == 0  # nothing to rank
+    relations_only = LabelledRecord(id="r", text=gold.text, debate={"method": "crossagentie", "routing": {
+        **routed, "answer": {r: p for r, p in scores.items() if r in CONLL.relation_types}}})  # entities unasked
+    assert gold_types_ranked(golds, [relations_only], CONLL)["entity_types"]["records"] == 0
     metrics = write_report(tmp_path, golds, [by_likelihood, by_answer], load_config(resolve_config_path("conll04")),
                            TeacherConfig())
     assert metrics.teacher["routing"]["gold_types_ranked"] == ranked
