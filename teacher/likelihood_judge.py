@@ -71,7 +71,7 @@ def verdict(conflict: Conflict[C], scores: dict[str, ChoiceScores]) -> Position 
             best = (p[claim.arg.type], i)
     assert best is not None  # a conflict has options
     if conflict.kind == "label":  # every option has this same span, so `p` holds all its scores
-        top = max(p, key=p.__getitem__)
+        top = scores[claim.arg.text].best
         if top != NOT_ENTITY and top not in claimed:
             return Position(0, p[top], f"likelihood {p[top]:.2f}, a type no agent claimed", 0, retype=top)
     if rejected:
@@ -93,8 +93,7 @@ async def checks(ctx: RecordContext, required: Sequence[Arg]) -> dict[Arg, Check
     found = {}
     for arg in required:
         if arg.text in scores:
-            p = scores[arg.text].probabilities
-            found[arg] = Check(max(p, key=p.__getitem__) == arg.type, p[arg.type])
+            found[arg] = Check(scores[arg.text].best == arg.type, scores[arg.text].probabilities[arg.type])
     return found
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ie.claims import UNCONTESTED, EntityDecision, Settlement
+from ie.llm.choice import ChoiceScores
 from ie.records import UncontestedCheckLog
 from teacher.context import RecordContext
 from teacher.likelihood_judge import LIKELIHOOD_SUMMARIZER, NOT_ENTITY, scores_of
@@ -20,16 +21,16 @@ from teacher.likelihood_judge import LIKELIHOOD_SUMMARIZER, NOT_ENTITY, scores_o
 CHECKED = Settlement("summarizer")
 
 
-def checked(decision: EntityDecision, probabilities: dict[str, float]) -> EntityDecision | None:
+def checked(decision: EntityDecision, scores: ChoiceScores) -> EntityDecision | None:
     """The decision kept, retyped to its span's most probable type, or None when "none" is most probable."""
-    top = max(probabilities, key=probabilities.__getitem__)
+    top = scores.best
     claim = decision.claim
     if top == claim.arg.type:
         return decision
     if top == NOT_ENTITY:
         return None
     retyped = replace(claim, arg=replace(claim.arg, type=top), agent=LIKELIHOOD_SUMMARIZER)
-    return EntityDecision(retyped, (probabilities[top],), CHECKED)
+    return EntityDecision(retyped, (scores.probabilities[top],), CHECKED)
 
 
 async def check_uncontested(ctx: RecordContext, entities: Sequence[EntityDecision]) -> list[EntityDecision]:
@@ -45,14 +46,14 @@ async def check_uncontested(ctx: RecordContext, entities: Sequence[EntityDecisio
         if d.settled != UNCONTESTED or arg.text not in scores:
             kept.append(d)
             continue
-        p = scores[arg.text].probabilities
-        after = checked(d, p)
+        after = checked(d, scores[arg.text])
         if after is not None:
             kept.append(after)
         if (arg.text, arg.type) not in logged:  # a repeated mention is one check
             logged.add((arg.text, arg.type))
             outcome = "dropped" if after is None else "kept" if after is d else "retyped"
-            verdict = max(p, key=p.__getitem__)
-            ctx.transcript.checks.append(UncontestedCheckLog(mention=arg.text, type=arg.type, outcome=outcome,
-                                                             verdict=verdict, probability=round(p[verdict], 4)))
+            verdict = scores[arg.text].best
+            ctx.transcript.checks.append(UncontestedCheckLog(
+                mention=arg.text, type=arg.type, outcome=outcome, verdict=verdict,
+                probability=round(scores[arg.text].probabilities[verdict], 4)))
     return kept

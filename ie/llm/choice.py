@@ -18,6 +18,11 @@ class ChoiceScores(BaseModel):
     probabilities: dict[str, float] = Field(description="option -> probability, normalised over the options")
     mass: float = Field(description="probability the model put on the options' words at all")
 
+    @property
+    def best(self) -> str:
+        """The most probable option (the first in option order on a tie)."""
+        return max(self.probabilities, key=self.probabilities.__getitem__)
+
 
 def option_scores(top: Mapping[str, float], options: Mapping[str, Sequence[str]]) -> ChoiceScores | None:
     """`top`: the first answer token's alternatives (token -> log-probability); `options`: option -> the words
