@@ -22,6 +22,7 @@ declare -A flags=(
   [no-cross-task]="--cross-task-rounds 0"    # NER and RE without feedback
   [check]="--check-uncontested"              # the likelihood Summarizer also checks uncontested mentions
   [route-top3]="--routing on --route-by likelihood --route-top-k 3"  # only each sentence's 3 best-scored types' agents
+  [route-answer]="--routing on --route-by answer --route-top-k 0"   # the types one generated answer names
 )
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(written round1 written-round1 no-extent)
