@@ -46,14 +46,14 @@ async def check_uncontested(ctx: RecordContext, entities: Sequence[EntityDecisio
         if d.settled != UNCONTESTED or arg.text not in scores:
             kept.append(d)
             continue
-        after = checked(d, scores[arg.text])
+        span = scores[arg.text]
+        after = checked(d, span)
         if after is not None:
             kept.append(after)
         if (arg.text, arg.type) not in logged:  # a repeated mention is one check
             logged.add((arg.text, arg.type))
             outcome = "dropped" if after is None else "kept" if after is d else "retyped"
-            verdict = scores[arg.text].best
             ctx.transcript.checks.append(UncontestedCheckLog(
-                mention=arg.text, type=arg.type, outcome=outcome, verdict=verdict,
-                probability=round(scores[arg.text].probabilities[verdict], 4)))
+                mention=arg.text, type=arg.type, outcome=outcome, verdict=span.best,
+                probability=round(span.probabilities[span.best], 4)))
     return kept
