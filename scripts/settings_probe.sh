@@ -23,6 +23,7 @@ declare -A flags=(
   [check]="--check-uncontested"              # the likelihood Summarizer also checks uncontested mentions
   [route-top3]="--routing on --route-by likelihood --route-top-k 3"  # only each sentence's 3 best-scored types' agents
   [route-answer]="--routing on --route-by answer --route-top-k 0"   # the types one generated answer names
+  [route-menu]="--routing on --route-by menu"  # one lettered menu a kind, ranked by each letter's probability (the config's top k)
 )
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(written round1 written-round1 no-extent)

@@ -21,7 +21,7 @@ SUMMARIZERS = ("generate", "likelihood")
 # there, so teacher and student apply the same mention rules (ie.mentions.MentionProfile).
 MOVED = {"require_capital_or_digit": "mentions.require_capital_or_digit", "max_mention_words": "mentions.max_words"}
 ROUTING = ("off", "auto", "on")
-ROUTERS = ("answer", "likelihood")
+ROUTERS = ("answer", "likelihood", "menu")
 
 
 @dataclass
@@ -65,9 +65,10 @@ class TeacherConfig:
     route_min_types: int = opt(16, "routing auto: route when the schema has at least this many entity plus "
                                "relation types (NYT's 25 route; CoNLL04's 9 and SciERC's 13 call every agent)")
     route_by: str = opt("answer", "how types are routed: answer (one call naming them, JSON constrained to "
-                        "the schema's type names) or likelihood (a one-token yes/no per type; needs top_logprobs)")
+                        "the schema's type names), likelihood (a one-token yes/no per type; needs top_logprobs) "
+                        "or menu (one call per kind: each type's letter's probability; needs --route-top-k)")
     route_threshold: float = opt(0.5, "route_by likelihood: route a type whose P(yes) is at least this")
-    route_top_k: int = opt(0, "route_by likelihood: route each sentence's k highest-scored entity types and k "
+    route_top_k: int = opt(0, "route_by likelihood or menu: route each sentence's k highest-scored entity types and k "
                            "highest-scored relation types, whatever their P(yes), instead of --route-threshold "
                            "(0 = by the threshold); scores that rank but sit below any one threshold suit it")
     extract_temperature: float = opt(0.0, "temperature of extraction agents")
@@ -125,9 +126,11 @@ class TeacherConfig:
             raise ConfigError(f"teacher.routing: one of {ROUTING}, got {self.routing!r}")
         if self.route_by not in ROUTERS:
             raise ConfigError(f"teacher.route_by: one of {ROUTERS}, got {self.route_by!r}")
-        if self.route_top_k and self.route_by != "likelihood":
-            raise ConfigError(f"teacher.route_top_k: ranks likelihood scores; set route_by: likelihood, or "
-                              f"route_top_k: 0 (route_by is {self.route_by!r})")
+        if self.route_top_k and self.route_by == "answer":
+            raise ConfigError("teacher.route_top_k: ranks scores; set route_by: likelihood or menu, or "
+                              "route_top_k: 0 (route_by is 'answer')")
+        if self.route_by == "menu" and not self.route_top_k:
+            raise ConfigError("teacher.route_by: menu routes by rank; set route_top_k to 1 or more")
         if self.check_uncontested and self.summarizer != "likelihood":
             raise ConfigError(f"teacher.check_uncontested: the likelihood Summarizer checks; set summarizer: "
                               f"likelihood, or check_uncontested: false (summarizer is {self.summarizer!r})")

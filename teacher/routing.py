@@ -8,10 +8,13 @@ when it was not routed, or when no routed entity type can fill its head or its t
 whose answer never validates, routes every type. What was routed, what was skipped and why, and the answer (or
 the scores) go to the transcript's `routing`. `route_top_k` routes the k highest-scored types of each kind instead
 of a threshold: the 1.5B's scores rank a sentence's types well, but below any one threshold (docs/RESULTS.md).
+`route_by: menu` (by rank only): one call per kind, its types as a lettered menu before the text, each type scored
+by the probability of its letter as the one-token answer: two short calls a sentence in place of one per type.
 """
 from __future__ import annotations
 
 import asyncio
+import string
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,10 +24,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, create_model
 
 from ie.claims import AgentId
-from ie.config import TaskSchema
+from ie.config import ConfigError, TaskSchema
 from ie.records import LabelledRecord, RoutingLog
 from ie.schema import Record
 from teacher.answers import _items
+from teacher.config import TeacherConfig
 from teacher.context import RecordContext
 from teacher.templates import type_list
 from teacher.type_agents import ner_agent_name, re_agent_name
@@ -35,6 +39,7 @@ YES_NO = {"yes": ["yes"], "no": ["no"]}
 NOT_ROUTED = "not routed"
 NO_ARGUMENT = "no routed entity type can be its {side}"
 ROUTER = AgentId("router")
+MENU_LETTERS = string.ascii_uppercase  # one token each; the choice reading folds case, so 26 at most
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,23 @@ class Routing:
 
 
 def enabled(ctx: RecordContext) -> bool:
-    mode, schema = ctx.cfg.routing, ctx.schema
-    return mode == "on" or (mode == "auto" and
-                            len(schema.entity_types) + len(schema.relation_types) >= ctx.cfg.route_min_types)
+    return routes(ctx.cfg, ctx.schema)
+
+
+def routes(cfg: TeacherConfig, schema: TaskSchema) -> bool:
+    """Whether `crossagentie` routes this schema's sentences."""
+    return cfg.routing == "on" or (cfg.routing == "auto" and
+                                   len(schema.entity_types) + len(schema.relation_types) >= cfg.route_min_types)
+
+
+def check_router(method: str, schema: TaskSchema, cfg: TeacherConfig) -> None:
+    """The menu router letters a kind's types, so it cannot route a kind with more types than letters."""
+    if method != "crossagentie" or cfg.route_by != "menu" or not routes(cfg, schema):
+        return
+    for kind, names in (("entity", schema.entity_types), ("relation", schema.relation_types)):
+        if len(names) > len(MENU_LETTERS):
+            raise ConfigError(f"teacher.route_by: menu letters at most {len(MENU_LETTERS)} {kind} types and the "
+                              f"schema has {len(names)}; use route_by: likelihood")
 
 
 @cache
@@ -136,6 +155,34 @@ async def by_likelihood(ctx: RecordContext) -> Routing:
     return replace(routing, answer={name: round(p, 4) for (_, name), p in scores.items()})
 
 
+async def by_menu(ctx: RecordContext) -> Routing:
+    """Per kind with more than `route_top_k` types, one call: its types lettered before the text (the same for
+    every sentence, so the prefix cache reads the menu once), the answer the probability of each letter; the k
+    most probable types of the kind are routed. A kind whose call fails is routed whole; when every call
+    fails, every type is."""
+    schema, top_k = ctx.schema, ctx.cfg.route_top_k
+    kinds = {"route_menu_entity": schema.entity_types, "route_menu_relation": schema.relation_types}
+    asked = {kind: list(types) for kind, types in kinds.items() if len(types) > top_k}
+    found = await asyncio.gather(*(
+        ctx.choose(kind, {name: [MENU_LETTERS[i]] for i, name in enumerate(names)}, role="router", agent=ROUTER,
+                   mention=kind.removeprefix("route_menu_"), menu=lettered_menu(kinds[kind]))
+        for kind, names in asked.items()))
+    scores = {(kind, name): p for kind, [c] in zip(asked, found) if c.ok for name, p in c.value.probabilities.items()}
+    failed = [c.error for [c] in found if not c.ok]
+    if asked and len(failed) == len(asked):
+        return every_type(schema, fallback=failed[0])
+    every = [(kind, name) for kind, types in kinds.items() for name in types]
+    kept = kept_types(every, scores, 0.0, top_k) | {key for key in every if key[0] in asked and key not in scores}
+    routing = decide(schema, [n for k, n in kept if k == "route_menu_entity"],
+                     [n for k, n in kept if k == "route_menu_relation"])
+    return replace(routing, answer={name: round(p, 4) for (_, name), p in scores.items()})
+
+
+def lettered_menu(types: dict[str, Any]) -> str:
+    """One line per type: its letter, its name and its description."""
+    return "\n".join(f"{MENU_LETTERS[i]}. {name}: {spec.description}" for i, (name, spec) in enumerate(types.items()))
+
+
 def kept_types(asked: Sequence[tuple[str, str]], scores: dict[tuple[str, str], float], threshold: float,
                top_k: int = 0) -> set[tuple[str, str]]:
     """The (kind, type) pairs routed by their P(yes) (pure): with `top_k`, the k highest-scored of each kind (ties
@@ -149,7 +196,7 @@ def kept_types(asked: Sequence[tuple[str, str]], scores: dict[tuple[str, str], f
     return kept
 
 
-ROUTERS = {"answer": by_answer, "likelihood": by_likelihood}
+ROUTERS = {"answer": by_answer, "likelihood": by_likelihood, "menu": by_menu}
 
 
 async def route(ctx: RecordContext) -> Routing:

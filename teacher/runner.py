@@ -34,6 +34,7 @@ from teacher.config import TeacherConfig
 from teacher.context import RecordContext
 from teacher.labeller import open_labeller
 from teacher.methods import check_method, label
+from teacher.routing import check_router
 from teacher.templates import PROMPT_DIR
 from teacher.windowed import label_long, method_budget
 
@@ -77,6 +78,7 @@ async def label_records(records: Sequence[Record], method: str, schema: TaskSche
     too long for the endpoint's context is labelled in windows (`teacher.windowed`). `mentions`: the dataset
     config's mention rules (default: `MentionProfile()`)."""
     check_method(method, schema)
+    check_router(method, schema, cfg)
     gate = asyncio.Semaphore(cfg.concurrency)
     budget = await method_budget(client, cfg, schema)
 

@@ -45,6 +45,10 @@ class Script:
         if routed:  # the likelihood router: answers keyed ("route", type name or relation description)
             answer = self.answers.get(("route", routed.group(1) or routed.group(2)), "no alternatives")
             return next_token_response(answer) if isinstance(answer, dict) else answer
+        menu = re.search(r"Which (entity|relation) type (?:has a mention|does the text state)", request.messages[1]["content"])
+        if menu:  # the menu router: answers keyed ("menu", kind) give the letters' probabilities
+            answer = self.answers.get(("menu", menu.group(1)), "no alternatives")
+            return next_token_response(answer) if isinstance(answer, dict) else answer
         found = re.search(r"You are the (\S+) agent", request.messages[1]["content"])
         key = (name, found.group(1)) if found else name
         answer = self.answers.get(key, self.answers.get(name, EMPTY.get(name)))

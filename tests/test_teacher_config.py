@@ -14,8 +14,10 @@ def test_config_rejects_bad_values_naming_the_field():
         TeacherConfig(concurrency=0)
     with pytest.raises(ConfigError, match="teacher.summarizer: one of"):
         TeacherConfig(summarizer="vote")
-    with pytest.raises(ConfigError, match="teacher.route_top_k: ranks likelihood scores"):
+    with pytest.raises(ConfigError, match="teacher.route_top_k: ranks scores"):
         TeacherConfig(routing="on", route_top_k=4)  # route_by answer names types; it has no scores to rank
+    with pytest.raises(ConfigError, match="teacher.route_by: menu routes by rank"):
+        TeacherConfig(routing="on", route_by="menu")  # its letters' probabilities sum to 1: no threshold suits them
     with pytest.raises(ConfigError, match="teacher.colour"):
         TeacherConfig.from_sources({"colour": 1}, {})
     assert TeacherConfig.from_sources({"max_rounds": 3}, {"max_rounds": 1, "seed": None}).max_rounds == 1

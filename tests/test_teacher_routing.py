@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from ie.config import load_config, resolve_config_path
+from ie.config import ConfigError, load_config, resolve_config_path
 from ie.llm.client import Endpoint, LLMClient, response_format
 from ie.llm.fake import schema_name
 from ie.records import LabelledRecord
@@ -179,6 +179,50 @@ def test_likelihood_router_with_no_scores_routes_every_type():
     assert "top_logprobs" in routing.fallback and routing.relation_types == list(NYT.schema.relation_types)
 
 
+def test_menu_router_asks_once_a_kind_and_routes_its_k_most_probable_letters():
+    schema = CONLL04.schema  # entity types A Peop, B Loc, C Org, D Other; relation types A Live_In ... E Kill
+    answers = {("menu", "entity"): {"B": 0.5, "A": 0.3, "C": 0.15, "D": 0.05},
+               ("menu", "relation"): {"A": 0.6, "D": 0.3, "E": 0.1}}  # B and C: no letter, probability 0
+    script = Script({**agent_answers(CONLL04), **answers})
+    out = on(CONLL04, script, routing="on", route_by="menu", route_top_k=2)
+    routing = out.debate.routing
+    assert called(script, out, "router")["router"] == 2
+    assert routing.entity_types == ["Peop", "Loc"] and set(routing.relation_types) == {"Live_In", "Located_In"}
+    assert routing.answer["Loc"] == pytest.approx(0.5) and routing.answer["Work_For"] == 0.0
+    assert set(called(script, out, "ner_agent")) == {"ner:Peop", "ner:Loc"}
+    [entity_menu] = [r.messages[1]["content"] for r in script.transport.requests
+                     if "Which entity type" in r.messages[1]["content"]]
+    menu, text = entity_menu.split("<text>")
+    assert f"B. Loc: {schema.entity_types['Loc'].description}" in menu and CONLL04.text not in menu
+    assert CONLL04.text in text  # the menu, the same for every sentence, comes first: the prefix cache keeps it
+
+
+def test_menu_router_routes_a_kind_whose_call_fails_whole_and_every_type_when_both_fail():
+    relation_fails = {("menu", "entity"): {"A": 0.9, "B": 0.1}}  # the relation call gets no alternatives
+    out = on(CONLL04, Script({**agent_answers(CONLL04), **relation_fails}), routing="on", route_by="menu",
+             route_top_k=1)
+    routing = out.debate.routing
+    assert routing.entity_types == ["Peop"] and routing.fallback is None
+    assert set(routing.relation_types) == set(decide(CONLL04.schema, ["Peop"], list(CONLL04.schema.relation_types))
+                                              .relation_types)
+    none = on(CONLL04, Script(agent_answers(CONLL04)), routing="on", route_by="menu", route_top_k=1)
+    assert "top_logprobs" in none.debate.routing.fallback
+    assert none.debate.routing.entity_types == list(CONLL04.schema.entity_types)
+
+
+def test_menu_router_asks_only_a_kind_with_more_than_k_types_and_letters_at_most_26():
+    script = Script({**agent_answers(SEMEVAL), ("menu", "relation"): {"C": 0.5, "A": 0.3, "B": 0.2}})
+    out = on(SEMEVAL, script, routing="on", route_by="menu", route_top_k=3)  # one entity type: routed unasked
+    routing = out.debate.routing
+    assert called(script, out, "router")["router"] == 1 and routing.entity_types == ["Nominal"]
+    assert set(routing.relation_types) == set(list(SEMEVAL.schema.relation_types)[:3])
+    many = SEMEVAL.schema.model_copy(update={"relation_types": {
+        f"R{i}": next(iter(SEMEVAL.schema.relation_types.values())) for i in range(27)}})
+    with pytest.raises(ConfigError, match="menu letters at most 26 relation types and the schema has 27"):
+        label(Script({}), SEMEVAL.text, schema=many, routing="on", route_by="menu", route_top_k=3)
+    label(Script({}), SEMEVAL.text, schema=many, routing="off", route_by="menu", route_top_k=3)  # not routed: fine
+
+
 def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_path):
     gold = Record(id="r", text="Ronald Reagan lived in Dixon .",
                   entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),
@@ -242,7 +286,7 @@ def test_routing_is_recorded_only_for_crossagentie(case):
     assert not called(script, out, "router") and out.debate.routing is None
 
 
-@pytest.mark.parametrize(("route_by", "top_k"), [("answer", 0), ("likelihood", 0), ("likelihood", 2)])
+@pytest.mark.parametrize(("route_by", "top_k"), [("answer", 0), ("likelihood", 0), ("likelihood", 2), ("menu", 2)])
 @pytest.mark.slow
 def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint, route_by, top_k):
     import asyncio
@@ -265,6 +309,9 @@ def test_routing_asks_the_real_server_and_calls_only_the_routed_agents(endpoint,
         [router] = routers
         assert router.completion_tokens > 0 and router.answer == routing.answer
         assert set(routing.answer["relation_types"]) <= set(schema.relation_types)
+    elif route_by == "menu":  # NYT's one entity type is routed unasked; its 24 relation types are one menu
+        [router] = routers
+        assert router.completion_tokens == 1 and sum(routing.answer.values()) == pytest.approx(1, abs=0.01)
     else:
         # by rank, NYT's one entity type is routed unasked: no score could drop it
         assert len(routers) == (0 if top_k else len(schema.entity_types)) + len(schema.relation_types)
