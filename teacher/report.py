@@ -121,7 +121,7 @@ def render_report(metrics: TeacherMetrics, cfg: TeacherConfig, served_model: str
             if ranked.get("gold"):
                 top = ", ".join(f"top {k}: {n}" for k, n in ranked["top"].items())
                 chance = ", ".join(f"{n}" for n in ranked["chance"].values())
-                lines += [(f"Likelihood ranking, {ranked['records']} records: of {ranked['gold']} gold "
+                lines += [(f"Router ranking (by score), {ranked['records']} records: of {ranked['gold']} gold "
                            f"{kind.replace('_', ' ')}, {top} (k types at random: {chance})."), ""]
     per = t["per_record"]
     lines += ["## Cost per record", "", "| calls | cached | failed | prompt tokens | completion tokens | wall s |",

@@ -246,8 +246,8 @@ RANKED_AT = (1, 2, 4)
 
 def gold_types_ranked(gold: Sequence[Record], predictions: Sequence[LabelledRecord], schema: TaskSchema,
                       ks: Sequence[int] = RANKED_AT) -> dict[str, dict[str, Any]]:
-    """Whether the likelihood router's scores rank, whatever the threshold (pure): for entity and for relation
-    types, of the distinct gold types of each sentence routed by likelihood, how many are among its k
+    """Whether a router's scores (likelihood or menu) rank, whatever the threshold (pure): for entity and for
+    relation types, of the distinct gold types of each sentence routed by score, how many are among its k
     highest-scored types of that kind, against how many k types drawn at random would hold on average. A type
     with no score counts as routed (1.0)."""
     return {"entity_types": _ranked(gold, predictions, list(schema.entity_types), ks,

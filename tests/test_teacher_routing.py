@@ -260,7 +260,7 @@ def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_pat
             "and 1 of 1 gold relation types of their sentences.") in (tmp_path / "report.md").read_text()
 
 
-def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_report_says_it(tmp_path):
+def test_gold_types_ranked_says_whether_the_router_s_scores_rank_and_the_report_says_it(tmp_path):
     gold = Record(id="r", text="Ronald Reagan lived in Dixon , Illinois .",
                   entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),
                             Entity(start=23, end=28, type="Loc", text="Dixon"),
@@ -290,9 +290,9 @@ def test_gold_types_ranked_says_whether_the_likelihood_scores_rank_and_the_repor
                            TeacherConfig())
     assert metrics.teacher["routing"]["gold_types_ranked"] == ranked
     report = (tmp_path / "report.md").read_text()
-    assert ("Likelihood ranking, 1 records: of 2 gold entity types, top 1: 1, top 2: 2, top 4: 2 (k types at random: "
+    assert ("Router ranking (by score), 1 records: of 2 gold entity types, top 1: 1, top 2: 2, top 4: 2 (k types at random: "
             "0.5, 1.0, 2.0).") in report
-    assert ("Likelihood ranking, 1 records: of 2 gold relation types, top 1: 1, top 2: 1, top 4: 1 (k types at random: "
+    assert ("Router ranking (by score), 1 records: of 2 gold relation types, top 1: 1, top 2: 1, top 4: 1 (k types at random: "
             "0.4, 0.8, 1.6).") in report
 
 
