@@ -1,9 +1,9 @@
 """Does a router rank a schema's types, and what does it cost? Only the routing step, on a slice with gold.
 
     PYTHONPATH=. python scripts/route_probe.py --config semeval --split train --offset 50 --limit 20 \
-        --routers likelihood:3,menu:3,menu:3:2 [--model qwen2.5-coder-1.5b --concurrency 2]
+        --routers likelihood:3,menu:3 [--model qwen2.5-coder-1.5b --concurrency 2]
 
-For each `ROUTE_BY:TOP_K[:MENU_ORDERS]`, on one embedded server (no call cache), it routes every record of the slice as
+For each `ROUTE_BY:TOP_K`, on one embedded server (no call cache), it routes every record of the slice as
 `crossagentie` would and prints a markdown row per kind: how many of each sentence's gold types are among the
 router's 1, 2 and 4 best-scored (against k types drawn at random), how many its top k kept, and the router's calls
 and new tokens a sentence (prompt tokens the prefix cache did not reuse, plus completion tokens). Routing is a
@@ -31,16 +31,16 @@ KINDS = ("entity_types", "relation_types")
 
 
 async def probe(config: str, split: str, offset: int, limit: int, model: str, concurrency: int,
-                routers: Sequence[tuple[str, int, int]]) -> list[str]:
+                routers: Sequence[tuple[str, int]]) -> list[str]:
     dataset = load_config(resolve_config_path(config))
     schema, gold = dataset.task_schema, load_slice(dataset, split, offset, limit)
     rows = ["| router | kind | sentences | gold types | top 1 / 2 / 4 (at random) | kept by top k | router calls "
             "/ new tok a sentence | wall s |", "|---|---|---|---|---|---|---|---|"]
     base = TeacherConfig(model=model, concurrency=concurrency, routing="on", route_by="likelihood")
     async with open_labeller(base) as labeller:
-        for route_by, top_k, orders in routers:
+        for route_by, top_k in routers:
             cfg = TeacherConfig(model=model, concurrency=concurrency, routing="on", route_by=route_by,
-                                route_top_k=top_k, route_menu_orders=orders)
+                                route_top_k=top_k)
             check_router("crossagentie", schema, cfg)
             gate, usage, started = asyncio.Semaphore(concurrency), Usage(), time.perf_counter()
 
@@ -57,8 +57,7 @@ async def probe(config: str, split: str, offset: int, limit: int, model: str, co
             new = (usage.prompt_tokens - usage.prefix_cached_tokens + usage.completion_tokens) / len(gold)
             for kind in KINDS:
                 r, top, chance = ranked[kind], ranked[kind]["top"], ranked[kind]["chance"]
-                name = f"{route_by}:{top_k}" + (f":{orders}" if orders > 1 else "")
-                rows.append(f"| {name} | {kind} | {r['records']} | {r['gold']} | "
+                rows.append(f"| {route_by}:{top_k} | {kind} | {r['records']} | {r['gold']} | "
                             f"{' / '.join(str(top[k]) for k in top)} ({' / '.join(str(chance[k]) for k in chance)}) | "
                             f"{kept[kind]['kept']} of {kept[kind]['gold']} | "
                             f"{usage.calls / len(gold):.1f} / {new:.0f} | {wall:.0f} |")
@@ -73,10 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--model", default="qwen2.5-coder-1.5b")
     p.add_argument("--concurrency", type=int, default=2)
-    p.add_argument("--routers", default="likelihood:3,menu:3", help="ROUTE_BY:TOP_K[:MENU_ORDERS], comma-separated")
+    p.add_argument("--routers", default="likelihood:3,menu:3", help="ROUTE_BY:TOP_K, comma-separated")
     args = p.parse_args(argv)
-    routers = [(name, int(k), int(orders[0]) if orders else 1)
-               for name, k, *orders in (item.split(":") for item in args.routers.split(","))]
+    routers = [(name, int(k)) for name, k in (item.split(":") for item in args.routers.split(","))]
     rows = asyncio.run(probe(args.config, args.split, args.offset, args.limit, args.model, args.concurrency, routers))
     print("\n".join(rows))
     return 0

@@ -71,8 +71,6 @@ class TeacherConfig:
     route_top_k: int = opt(0, "route_by likelihood or menu: route each sentence's k highest-scored entity types and k "
                            "highest-scored relation types, whatever their P(yes), instead of --route-threshold "
                            "(0 = by the threshold); scores that rank but sit below any one threshold suit it")
-    route_menu_orders: int = opt(1, "route_by menu: 1 asks each menu in schema order; 2 also asks it reversed and "
-                                 "averages the two, so a bias toward the first letters cancels")
     extract_temperature: float = opt(0.0, "temperature of extraction agents")
     debate_temperature: float = opt(0.9, "temperature of debaters and summarizer (paper: 0.9)")
     frequency_penalty: float = opt(0.1, "frequency penalty of debaters (paper: 0.1)")
@@ -133,8 +131,6 @@ class TeacherConfig:
                               "route_top_k: 0 (route_by is 'answer')")
         if self.route_by == "menu" and not self.route_top_k:
             raise ConfigError("teacher.route_by: menu routes by rank; set route_top_k to 1 or more")
-        if self.route_menu_orders not in (1, 2):
-            raise ConfigError(f"teacher.route_menu_orders: 1 or 2, got {self.route_menu_orders}")
         if self.check_uncontested and self.summarizer != "likelihood":
             raise ConfigError(f"teacher.check_uncontested: the likelihood Summarizer checks; set summarizer: "
                               f"likelihood, or check_uncontested: false (summarizer is {self.summarizer!r})")

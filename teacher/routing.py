@@ -158,15 +158,19 @@ async def by_likelihood(ctx: RecordContext) -> Routing:
 async def by_menu(ctx: RecordContext) -> Routing:
     """Per kind with more than `route_top_k` types, one call: its types lettered before the text (the same for
     every sentence, so the prefix cache reads the menu once), the answer the probability of each letter; the k
-    most probable types of the kind are routed. With `route_menu_orders: 2` the menu is asked reversed too and a
-    type's scores are averaged. A kind whose calls fail is routed whole; when every call fails, every type is."""
+    most probable types of the kind are routed. A kind whose call fails is routed whole; when every call
+    fails, every type is."""
     schema, top_k = ctx.schema, ctx.cfg.route_top_k
     kinds = {"route_menu_entity": schema.entity_types, "route_menu_relation": schema.relation_types}
-    asked = [kind for kind, types in kinds.items() if len(types) > top_k]
-    found = await asyncio.gather(*(menu_scores(ctx, kind, kinds[kind]) for kind in asked))
-    scores = {(kind, name): p for kind, (probabilities, _) in zip(asked, found) for name, p in probabilities.items()}
-    if asked and not scores:
-        return every_type(schema, fallback=found[0][1])
+    asked = {kind: list(types) for kind, types in kinds.items() if len(types) > top_k}
+    found = await asyncio.gather(*(
+        ctx.choose(kind, {name: [MENU_LETTERS[i]] for i, name in enumerate(names)}, role="router", agent=ROUTER,
+                   mention=kind.removeprefix("route_menu_"), menu=lettered_menu(kinds[kind]))
+        for kind, names in asked.items()))
+    scores = {(kind, name): p for kind, [c] in zip(asked, found) if c.ok for name, p in c.value.probabilities.items()}
+    failed = [c.error for [c] in found if not c.ok]
+    if asked and len(failed) == len(asked):
+        return every_type(schema, fallback=failed[0])
     every = [(kind, name) for kind, types in kinds.items() for name in types]
     kept = kept_types(every, scores, 0.0, top_k) | {key for key in every if key[0] in asked and key not in scores}
     routing = decide(schema, [n for k, n in kept if k == "route_menu_entity"],
@@ -174,23 +178,9 @@ async def by_menu(ctx: RecordContext) -> Routing:
     return replace(routing, answer={name: round(p, 4) for (_, name), p in scores.items()})
 
 
-async def menu_scores(ctx: RecordContext, template: str, types: dict[str, Any]) -> tuple[dict[str, float], str]:
-    """One kind's types by their letters' probability, averaged over the menu's orders that were answered (none:
-    no scores, and the first call's error)."""
-    orders = [list(types), list(types)[::-1]][:ctx.cfg.route_menu_orders]
-    found = await asyncio.gather(*(
-        ctx.choose(template, {name: [MENU_LETTERS[i]] for i, name in enumerate(order)}, role="router", agent=ROUTER,
-                   mention=template.removeprefix("route_menu_"), menu=lettered_menu(order, types))
-        for order in orders))
-    answered = [c.value.probabilities for [c] in found if c.ok]
-    if not answered:
-        return {}, found[0][0].error
-    return {name: sum(p[name] for p in answered) / len(answered) for name in types}, ""
-
-
-def lettered_menu(order: Sequence[str], types: dict[str, Any]) -> str:
-    """One line per type, in `order`: its letter, its name and its description."""
-    return "\n".join(f"{MENU_LETTERS[i]}. {name}: {types[name].description}" for i, name in enumerate(order))
+def lettered_menu(types: dict[str, Any]) -> str:
+    """One line per type: its letter, its name and its description."""
+    return "\n".join(f"{MENU_LETTERS[i]}. {name}: {spec.description}" for i, (name, spec) in enumerate(types.items()))
 
 
 def kept_types(asked: Sequence[tuple[str, str]], scores: dict[tuple[str, str], float], threshold: float,

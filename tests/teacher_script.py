@@ -46,10 +46,8 @@ class Script:
             answer = self.answers.get(("route", routed.group(1) or routed.group(2)), "no alternatives")
             return next_token_response(answer) if isinstance(answer, dict) else answer
         menu = re.search(r"Which (entity|relation) type (?:has a mention|does the text state)", request.messages[1]["content"])
-        if menu:  # the menu router: answers keyed ("menu", kind[, the type lettered A]) give the letters' probabilities
-            first = re.search(r"^A\. (.+?):", request.messages[1]["content"], re.MULTILINE).group(1)
-            answer = self.answers.get(("menu", menu.group(1), first),
-                                      self.answers.get(("menu", menu.group(1)), "no alternatives"))
+        if menu:  # the menu router: answers keyed ("menu", kind) give the letters' probabilities
+            answer = self.answers.get(("menu", menu.group(1)), "no alternatives")
             return next_token_response(answer) if isinstance(answer, dict) else answer
         found = re.search(r"You are the (\S+) agent", request.messages[1]["content"])
         key = (name, found.group(1)) if found else name

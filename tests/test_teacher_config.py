@@ -18,8 +18,6 @@ def test_config_rejects_bad_values_naming_the_field():
         TeacherConfig(routing="on", route_top_k=4)  # route_by answer names types; it has no scores to rank
     with pytest.raises(ConfigError, match="teacher.route_by: menu routes by rank"):
         TeacherConfig(routing="on", route_by="menu")  # its letters' probabilities sum to 1: no threshold suits them
-    with pytest.raises(ConfigError, match="teacher.route_menu_orders: 1 or 2"):
-        TeacherConfig(route_menu_orders=3)
     with pytest.raises(ConfigError, match="teacher.colour"):
         TeacherConfig.from_sources({"colour": 1}, {})
     assert TeacherConfig.from_sources({"max_rounds": 3}, {"max_rounds": 1, "seed": None}).max_rounds == 1

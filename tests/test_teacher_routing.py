@@ -223,23 +223,6 @@ def test_menu_router_asks_only_a_kind_with_more_than_k_types_and_letters_at_most
     label(Script({}), SEMEVAL.text, schema=many, routing="off", route_by="menu", route_top_k=3)  # not routed: fine
 
 
-def test_menu_router_in_both_orders_averages_a_type_s_two_letters():
-    names = list(SEMEVAL.schema.relation_types)
-    # schema order: the first type's letter leads on position alone; reversed, the first letter is the last type
-    reversed_letter = "ABCDEFGHI"[len(names) - 1 - 2]
-    answers = {("menu", "relation", names[0]): {"A": 0.6, "C": 0.4},
-               ("menu", "relation", names[-1]): {"A": 0.5, reversed_letter: 0.5}}
-    script = Script({**agent_answers(SEMEVAL), **answers})
-    out = on(SEMEVAL, script, routing="on", route_by="menu", route_top_k=1, route_menu_orders=2)
-    routing = out.debate.routing
-    assert called(script, out, "router")["router"] == 2
-    assert routing.answer[names[2]] == pytest.approx(0.45)  # C forward and its reversed letter: the same type
-    assert routing.answer[names[0]] == pytest.approx(0.3) and routing.answer[names[-1]] == pytest.approx(0.25)
-    assert routing.relation_types == [names[2]]
-    one_order = on(SEMEVAL, Script({**agent_answers(SEMEVAL), **answers}), routing="on", route_by="menu", route_top_k=1)
-    assert one_order.debate.routing.relation_types == [names[0]]
-
-
 def test_gold_types_kept_counts_what_routing_lost_and_the_report_says_it(tmp_path):
     gold = Record(id="r", text="Ronald Reagan lived in Dixon .",
                   entities=[Entity(start=0, end=13, type="Peop", text="Ronald Reagan"),
