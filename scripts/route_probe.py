@@ -36,8 +36,7 @@ async def probe(config: str, split: str, offset: int, limit: int, model: str, co
     schema, gold = dataset.task_schema, load_slice(dataset, split, offset, limit)
     rows = ["| router | kind | sentences | gold types | top 1 / 2 / 4 (at random) | kept by top k | router calls "
             "/ new tok a sentence | wall s |", "|---|---|---|---|---|---|---|---|"]
-    base = TeacherConfig(model=model, concurrency=concurrency, routing="on", route_by="likelihood")
-    async with open_labeller(base) as labeller:
+    async with open_labeller(TeacherConfig(model=model, concurrency=concurrency)) as labeller:
         for route_by, top_k in routers:
             cfg = TeacherConfig(model=model, concurrency=concurrency, routing="on", route_by=route_by,
                                 route_top_k=top_k)

@@ -162,15 +162,14 @@ async def by_menu(ctx: RecordContext) -> Routing:
     fails, every type is."""
     schema, top_k = ctx.schema, ctx.cfg.route_top_k
     kinds = {"route_menu_entity": schema.entity_types, "route_menu_relation": schema.relation_types}
-    asked = {kind: list(types) for kind, types in kinds.items() if len(types) > top_k}
+    asked = [kind for kind, types in kinds.items() if len(types) > top_k]
     found = await asyncio.gather(*(
-        ctx.choose(kind, {name: [MENU_LETTERS[i]] for i, name in enumerate(names)}, role="router", agent=ROUTER,
+        ctx.choose(kind, {name: [MENU_LETTERS[i]] for i, name in enumerate(kinds[kind])}, role="router", agent=ROUTER,
                    mention=kind.removeprefix("route_menu_"), menu=lettered_menu(kinds[kind]))
-        for kind, names in asked.items()))
+        for kind in asked))
     scores = {(kind, name): p for kind, [c] in zip(asked, found) if c.ok for name, p in c.value.probabilities.items()}
-    failed = [c.error for [c] in found if not c.ok]
-    if asked and len(failed) == len(asked):
-        return every_type(schema, fallback=failed[0])
+    if asked and not scores:
+        return every_type(schema, fallback=found[0][0].error)
     every = [(kind, name) for kind, types in kinds.items() for name in types]
     kept = kept_types(every, scores, 0.0, top_k) | {key for key in every if key[0] in asked and key not in scores}
     routing = decide(schema, [n for k, n in kept if k == "route_menu_entity"],
