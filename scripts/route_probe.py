@@ -53,7 +53,7 @@ async def probe(config: str, split: str, offset: int, limit: int, model: str, co
             predictions = await asyncio.gather(*(routed(r) for r in gold))
             wall = time.perf_counter() - started
             ranked, kept = gold_types_ranked(gold, predictions, schema), gold_types_kept(gold, predictions)
-            new = (usage.prompt_tokens - usage.prefix_cached_tokens + usage.completion_tokens) / len(gold)
+            new = usage.new_tokens / len(gold)
             for kind in KINDS:
                 r, top, chance = ranked[kind], ranked[kind]["top"], ranked[kind]["chance"]
                 rows.append(f"| {route_by}:{top_k} | {kind} | {r['records']} | {r['gold']} | "

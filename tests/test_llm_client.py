@@ -159,6 +159,7 @@ def test_http_429_then_success_through_the_real_sdk():
         server.shutdown()
     assert c.ok and c.value.label == "Loc"
     assert c.usage.prompt_tokens == 11 and c.usage.prefix_cached_tokens == 5
+    assert c.usage.new_tokens == 11 - 5 + 7  # what the server computed: the uncached prompt and the completion
     assert len(bodies) == 2 and bodies[1]["response_format"]["type"] == "json_schema"
     assert bodies[1]["seed"] == 3 and bodies[1]["model"] == "m"
 

@@ -47,6 +47,11 @@ class Usage:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def new_tokens(self) -> int:
+        """Tokens the server computed: prompt tokens not reused from its prefix cache, plus completions."""
+        return self.total_tokens - self.prefix_cached_tokens
+
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
 
