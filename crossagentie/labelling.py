@@ -92,7 +92,8 @@ def _plan(method: str, dataset: DatasetConfig, endpoint: str | None, model: str 
 
         async def student(records: list[Record]) -> list[LabelledRecord]:
             with serving as ep:
-                kwargs = {"structured_output": ep.structured_output, **settings}
+                kwargs = {"structured_output": ep.structured_output,
+                          "halves_from_tokens": dataset.serve.halves_from_tokens, **settings}
                 return await extract_async(records, ep.url, ep.model, dataset.task_schema,
                                            rules=mention_rules(dataset), **kwargs)
         return student

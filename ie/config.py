@@ -156,6 +156,15 @@ class ScoreOptions(BaseModel):
     semeval: bool = Field(False, description="add the official SemEval-2010 Task 8 metric")
 
 
+class ServeOptions(BaseModel):
+    """The config's `serve:` section: how the served student labels this schema's texts (`serve.client`, the
+    bench's student row)."""
+    model_config = ConfigDict(extra="forbid")
+    halves_from_tokens: int | None = Field(
+        None, ge=1, description="texts of at least this many estimated tokens (`ie.windows.estimate_tokens`, about "
+                                "2 a word) also get a second look in two overlapping halves; null: never")
+
+
 def score_options(config: DatasetConfig | None, **overrides: object) -> ScoreOptions:
     """The scoring options of a loaded config (defaults without one), with the given non-None overrides (flags):
     what every scorer passes to `ie.scoring.evaluate` (`**options.model_dump()`)."""
@@ -171,6 +180,7 @@ class DatasetConfig(BaseModel):
     task_schema: TaskSchema = Field(alias="schema")
     mentions: MentionProfile = Field(default_factory=MentionProfile, description="mention rules (ie.mentions)")
     score: ScoreOptions = Field(default_factory=ScoreOptions, description="scoring options (ie.scoring)")
+    serve: ServeOptions = Field(default_factory=ServeOptions, description="the served student (serve.client)")
     source: Path | None = Field(default=None, exclude=True)
 
     def example_errors(self) -> list[tuple[str, str]]:

@@ -15,6 +15,8 @@ budget, so a mention on a boundary is seen whole in one of them. Merging (`merge
   farther from its window's edges (more context on both sides) is kept, the earlier window on a tie;
 - a relation is kept when both its arguments survived the merge; relations between mentions that never share a
   window are not found at all (each window is labelled on its own): cross-window relations are dropped.
+A text that fits may still get a second look in two overlapping halves (`split_halves`), whose mentions are added
+where the whole text's labels have none (`add_unseen`): a small model recalls less of a long text in one answer.
 """
 from __future__ import annotations
 
@@ -223,6 +225,31 @@ def merge_windows(record: Record, windows: Sequence[Window], labelled: Sequence[
             moved = r.model_copy(update={"head": key[0], "tail": key[1]})
             relations[key] = _better(relations[key], moved) if key in relations else moved  # type: ignore[arg-type]
     return Record(id=record.id, text=record.text, entities=[kept[k].entity for k in order],
+                  relations=[relations[k] for k in sorted(relations)])
+
+
+def split_halves(record: Record) -> list[Window]:
+    """Two windows of `record`, each about 0.6 of its estimated tokens, overlapping by a fifth of that (cut
+    between words as `split_windows` cuts): a second look at a long text (`add_unseen`)."""
+    size = math.ceil(estimate_tokens(record.text) * 0.6)
+    return split_windows(record, size, size)
+
+
+def add_unseen(whole: Record, extra: Record) -> Record:
+    """`whole`'s labels plus `extra`'s mentions that overlap none of them (a second look at the same text, e.g.
+    its halves merged by `merge_windows`) and `extra`'s relations whose two arguments are then both present;
+    where the two disagree, `whole` wins. Entities in text order."""
+    entities = list(whole.entities) + [e for e in extra.entities if not any(_overlaps(e, w) for w in whole.entities)]
+    order = sorted(range(len(entities)), key=lambda i: (entities[i].start, entities[i].end, entities[i].type))
+    position = {old: new for new, old in enumerate(order)}
+    index = {entities[old].key: new for old, new in position.items()}
+    relations: dict[tuple[int, int, str], Relation] = {}
+    for labelled in (whole, extra):
+        for r in labelled.relations:
+            head, tail = index.get(labelled.entities[r.head].key), index.get(labelled.entities[r.tail].key)
+            if head is not None and tail is not None:
+                relations.setdefault((head, tail, r.type), r.model_copy(update={"head": head, "tail": tail}))
+    return Record(id=whole.id, text=whole.text, entities=[entities[i] for i in order],
                   relations=[relations[k] for k in sorted(relations)])
 
 

@@ -216,7 +216,8 @@ async def run_student(records: Sequence[Record], dataset: DatasetConfig, cfg: Be
         client = LLMClient.from_endpoints([ep], cache_path=cache, concurrency=cfg.concurrency)
         try:
             extractor = StudentExtractor(client, dataset.task_schema, rules=mention_rules(dataset),
-                                         concurrency=cfg.concurrency)
+                                         concurrency=cfg.concurrency,
+                                         halves_from_tokens=dataset.serve.halves_from_tokens)
             preds, wall = await resumed(out, "student", cfg, records, extractor.extract_batch)
         finally:
             await client.aclose()

@@ -25,6 +25,9 @@ ends with one line naming the cause.
 A text longer than the endpoint's context leaves room for is labelled in windows of half the answer length
 (`--max-tokens`: an answer lists what its window holds) and merged (`ie.windows`: relations across windows are
 dropped); such a record also has `windows` (each window's `start`, `end`) and `stats.windows`.
+A schema may give long texts a second look (the config's `serve: halves_from_tokens`, or --halves-from-tokens): a
+text of that many estimated tokens is labelled whole and in two overlapping halves, and the halves' mentions are
+added where the whole text's answer has none (`ie.windows.add_unseen`); its `windows` list the halves.
 """
 from __future__ import annotations
 
@@ -53,11 +56,11 @@ from ie.llm.types import RunStopped, SamplingParams
 from ie.logs import add_verbose_flag, setup_logging
 from ie.mentions import MentionRules
 from ie.record_stats import RecordStats
-from ie.records import LabelledRecord
+from ie.records import LabelledRecord, WindowLabel
 from ie.runlock import FolderBusy, RunLock
 from ie.schema import Record, as_records, write_records
 from ie.student_format import answer_model, build_messages, mention_rules, parse_answer
-from ie.windows import label_in_windows
+from ie.windows import add_unseen, estimate_tokens, label_in_windows, merge_stats, merge_windows, split_halves
 from serve.windows import student_budget
 
 RECORD_BUDGET_S = 600.0  # a record is one call (a long text: a few): ten minutes is far past any healthy one
@@ -71,9 +74,10 @@ class StudentExtractor:
 
     def __init__(self, client: LLMClient, schema: TaskSchema, params: SamplingParams = DEFAULT_PARAMS,
                  rules: MentionRules | None = None, concurrency: int = 8, budget_s: float | None = RECORD_BUDGET_S,
-                 context_tokens: int | None = None):
+                 context_tokens: int | None = None, halves_from_tokens: int | None = None):
         self.client, self.schema, self.params, self.rules = client, schema, params, rules
         self.context_tokens = context_tokens  # used where the server reports no context (see ie.windows)
+        self.halves_from_tokens = halves_from_tokens  # a second look at texts this long (`serve:` section)
         self._answer_model = answer_model(schema, rules.profile if rules else None)
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")  # 0 would wait forever
@@ -104,6 +108,23 @@ class StudentExtractor:
         return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, entities=parsed.entities,
                               relations=parsed.relations, stats=stats)
 
+    async def second_look(self, record: Record, whole: LabelledRecord, started: float) -> LabelledRecord:
+        """`whole` plus the mentions (and their relations) that the text's two halves find where it has none
+        (`ie.windows.add_unseen`); unfinished when a half did not finish. `wall_s` is the time since `started`."""
+        halves = split_halves(record)
+        parts = await asyncio.gather(*(self.extract_record(h.record) for h in halves))
+        stats = merge_stats([whole.stats, *(p.stats for p in parts)])
+        stats.wall_s = round(time.perf_counter() - started, 4)
+        unfinished = next((p for p in parts if failure_of(p) is not None), None)
+        if unfinished is not None:
+            failed = RecordStats(failed=unfinished.stats.failed, error=unfinished.stats.error, wall_s=stats.wall_s)
+            return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=failed)
+        labels = add_unseen(whole, merge_windows(record, halves, parts))
+        stats.windows = len(halves)
+        return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, entities=labels.entities,
+                              relations=labels.relations, stats=stats,
+                              windows=[WindowLabel(start=h.start, end=h.end) for h in halves])
+
     async def extract_batch(self, items: Sequence[str | Record],
                             on_record: Callable[[LabelledRecord], None] | None = None) -> list[LabelledRecord]:
         """One record per item, in order; a `str` item gets the id of its position. At most `concurrency`
@@ -114,7 +135,11 @@ class StudentExtractor:
 
         async def one(record: Record) -> LabelledRecord:
             async with gate:
+                started = time.perf_counter()
                 out = await label_in_windows(record, budget, self.extract_record, self.params.max_tokens // 2)
+                if (self.halves_from_tokens and out.windows is None and failure_of(out) is None
+                        and estimate_tokens(record.text) >= self.halves_from_tokens):
+                    out = await self.second_look(record, out, started)
             if on_record is not None:
                 on_record(out)
             return out
@@ -127,15 +152,17 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
                         cache_path: str | Path | None = None, params: SamplingParams = DEFAULT_PARAMS,
                         max_reasks: int = 2, structured_output: str = "json_schema", timeouts: Timeouts = Timeouts(),
                         budget_s: float | None = RECORD_BUDGET_S, retries: int = 4,
-                        context_tokens: int | None = None,
+                        context_tokens: int | None = None, halves_from_tokens: int | None = None,
                         on_record: Callable[[LabelledRecord], None] | None = None) -> list[LabelledRecord]:
     """The records, unfinished ones included (marked `stats.failed`); `on_record` sees each as it ends.
-    `budget_s`: seconds a record may take, re-asks included (None: no budget)."""
+    `budget_s`: seconds a record may take, re-asks included (None: no budget). `halves_from_tokens`: see the
+    module docstring (None: no second look)."""
     ep = Endpoint(endpoint, model, api_key_env, timeouts=timeouts, structured_output=structured_output)
     client = LLMClient.from_endpoints([ep], cache_path=cache_path, concurrency=concurrency,
                                       max_parse_retries=max_reasks, max_retries=retries)
     try:
-        extractor = StudentExtractor(client, schema, params, rules, concurrency, budget_s, context_tokens)
+        extractor = StudentExtractor(client, schema, params, rules, concurrency, budget_s, context_tokens,
+                                     halves_from_tokens)
         return await extractor.extract_batch(texts, on_record)
     finally:
         await client.aclose()
@@ -144,10 +171,11 @@ async def extract_async(texts: Sequence[str | Record], endpoint: str, model: str
 def extract(texts: str | Sequence[str | Record], *, endpoint: str, model: str, config: str | Path,
             **kwargs) -> LabelledRecord | list[LabelledRecord]:
     """One text -> one record; a list -> a list. `config`: the dataset config (path or name) the student was
-    trained for: its schema and mention rules.
+    trained for: its schema, mention rules and `serve:` options.
     Raises `IncompleteRun` when a record did not finish (see the module docstring)."""
     dataset = load_config(resolve_config_path(str(config)))
     items = [texts] if isinstance(texts, str) else list(texts)
+    kwargs.setdefault("halves_from_tokens", dataset.serve.halves_from_tokens)
     records = all_finished(asyncio.run(extract_async(items, endpoint, model, dataset.task_schema,
                                                      rules=mention_rules(dataset), **kwargs)))
     return records[0] if isinstance(texts, str) else records
@@ -169,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="label only the first N records")
     p.add_argument("--context-tokens", type=int, default=None, help="context tokens of one request where the "
                    "server reports none (llama.cpp's /props does; this may narrow it): longer texts go in windows")
+    p.add_argument("--halves-from-tokens", type=int, default=None,
+                   help="a second look, in two halves, at texts of this many estimated tokens (about 2 a word; "
+                        "default: the config's serve.halves_from_tokens; 0: none)")
     p.add_argument("--structured-output", choices=STRUCTURED_OUTPUTS, default="json_schema",
                    help="json_schema (response_format: vLLM, OpenAI) or llguidance (llama.cpp: compact JSON)")
     p.add_argument("--retries", type=int, default=4, help="re-sends of a call refused or answered 429/5xx")
@@ -186,9 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     if (args.concurrency < 1 or args.max_tokens < 1 or (args.context_tokens or 1) < 1 or args.max_reasks < 0
-            or args.retries < 0):
-        raise SystemExit("--concurrency, --max-tokens and --context-tokens must be >= 1, --max-reasks and "
-                         "--retries >= 0")
+            or args.retries < 0 or (args.halves_from_tokens or 0) < 0):
+        raise SystemExit("--concurrency, --max-tokens and --context-tokens must be >= 1, --max-reasks, --retries "
+                         "and --halves-from-tokens >= 0")
     from ie.datasets import load_input
 
     try:
@@ -233,7 +264,9 @@ def _label_cli(args: argparse.Namespace, dataset: DatasetConfig, gold: list[Reco
             cache_path=None if args.no_cache else args.cache or args.out.with_suffix(".calls.sqlite"),
             params=SamplingParams(temperature=0.0, seed=0, max_tokens=args.max_tokens), max_reasks=args.max_reasks,
             structured_output=args.structured_output, timeouts=timeouts, budget_s=args.timeout_record_s or None,
-            retries=args.retries, context_tokens=args.context_tokens, on_record=on_record))
+            retries=args.retries, context_tokens=args.context_tokens, on_record=on_record,
+            halves_from_tokens=dataset.serve.halves_from_tokens if args.halves_from_tokens is None
+            else args.halves_from_tokens or None))
     except RunStopped as exc:
         stop = exc
     order = {r.id: i for i, r in enumerate(records)}

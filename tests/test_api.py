@@ -59,6 +59,17 @@ def test_the_student_labels_with_the_schemas_relations():
     assert server.requests[0]["response_format"]["type"] == "json_schema"
 
 
+def test_the_student_takes_the_schemas_second_look_at_long_texts_unless_told_otherwise():
+    long = "NASA is in Houston , " * 30 + "."
+    with FaultServer(always(STUDENT)) as server:
+        looked = crossagentie.extract(long, schema="conll04", method="student", endpoint=server.url,
+                                      model_name="student", retries=0, max_reasks=0)
+        whole = crossagentie.extract(long, schema="conll04", method="student", endpoint=server.url,
+                                     model_name="student", retries=0, max_reasks=0, halves_from_tokens=None)
+    assert looked.stats.calls == 3 and looked.stats.windows == 2  # CoNLL04's serve.halves_from_tokens
+    assert whole.stats.calls == 1 and whole.windows is None
+
+
 async def test_the_async_variant_runs_inside_an_event_loop():
     with FaultServer(every_name_a_location) as server:
         records = await crossagentie.extract_batch_async(["Dole met Reagan in Rome ."], schema=TaskSchema(**SCHEMA),

@@ -78,6 +78,8 @@ def test_type_words_default_to_the_words_of_the_type_name():
      r"field 'schema.relation_types.Live_In.statement': '\{head\} paid \{USD\} to \{tail\}': unknown field \{USD\}"),
     (lambda t: t.replace('statement: "{head} lives in {tail}"', 'statement: "{head} lives in {tail"'),
      "field 'schema.relation_types.Live_In.statement': .*expected '}'"),
+    (lambda t: t.replace("halves_from_tokens: 90", "halves_from_token: 90"), "field 'serve.halves_from_token'"),
+    (lambda t: t.replace("halves_from_tokens: 90", "halves_from_tokens: 0"), "field 'serve.halves_from_tokens'"),
 ])
 def test_a_config_that_would_mislead_is_refused_at_load_naming_file_and_field(tmp_path, edit, error):
     text = resolve_config_path("conll04").read_text()

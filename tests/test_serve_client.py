@@ -117,6 +117,67 @@ async def test_a_record_past_its_time_budget_is_unfinished():
     assert failure_of(rec) == "time budget"
 
 
+LONG_TEXT = ("Lee Harvey Oswald shot John F. Kennedy in Dallas , and two days later , in the basement of the police "
+             "headquarters of that city , the night club owner Jack Ruby shot Oswald dead .")
+
+
+def answer_by_text(answers: dict[str, str]):
+    """A student that answers each text (a whole text or a half) as scripted, empty lists otherwise."""
+    def answer(req):
+        text = req.messages[-1]["content"].split("<text>\n", 1)[1].rsplit("\n</text>", 1)[0]
+        return answers.get(text, '{"entities":[],"relations":[]}')
+    return answer
+
+
+async def test_a_second_look_in_halves_adds_what_the_whole_answer_missed():
+    from ie.windows import estimate_tokens, split_halves
+
+    first, second = (h.record.text for h in split_halves(Record(id="x", text=LONG_TEXT)))
+    transport = ScriptedTransport(answer_by_text({
+        LONG_TEXT: GOOD,
+        first: json.dumps({"entities": [["Oswald", "Peop"], ["Dallas", "Org"]], "relations": []}),
+        second: json.dumps({"entities": [["Jack Ruby", "Peop"], ["Oswald", "Peop"]],
+                            "relations": [["Jack Ruby", "Kill", "Oswald"]]})}))
+    ex = StudentExtractor(LLMClient([transport], backoff_s=0.0), SCHEMA, rules=mention_rules(DATASET),
+                          halves_from_tokens=estimate_tokens(LONG_TEXT))
+    long, short = await ex.extract_batch([LONG_TEXT, TEXT])
+    assert len(transport.requests) == 4  # the long text whole and in halves; the short one whole
+    assert [(e.text, e.type) for e in long.entities] == [
+        ("Lee Harvey Oswald", "Peop"), ("John F. Kennedy", "Peop"), ("Dallas", "Loc"), ("Jack Ruby", "Peop"),
+        ("Oswald", "Peop")]  # the halves' "Dallas" as Org lost to the whole answer's Loc
+    assert [(long.entities[r.head].text, r.type, long.entities[r.tail].text) for r in long.relations] == [
+        ("Lee Harvey Oswald", "Kill", "John F. Kennedy"), ("Jack Ruby", "Kill", "Oswald")]
+    assert long.stats.calls == 3 and long.stats.windows == 2 and len(long.windows) == 2
+    assert short.stats.calls == 1 and short.windows is None and short.stats.windows is None
+
+
+async def test_a_half_that_fails_leaves_the_record_unfinished():
+    from ie.windows import split_halves
+
+    first, _ = (h.record.text for h in split_halves(Record(id="x", text=LONG_TEXT)))
+
+    def answer(req):
+        if first in req.messages[-1]["content"] and LONG_TEXT not in req.messages[-1]["content"]:
+            return TransportError("HTTP 400: bad request", retryable=False, status=400)
+        return GOOD
+
+    ex = StudentExtractor(LLMClient([ScriptedTransport(answer)], backoff_s=0.0), SCHEMA, halves_from_tokens=1)
+    (rec,) = await ex.extract_batch([LONG_TEXT])
+    assert failure_of(rec) == "HTTP 400" and not rec.entities
+
+
+def test_the_cli_takes_the_second_look_from_the_config_unless_the_flag_says_otherwise(tmp_path):
+    assert DATASET.serve.halves_from_tokens  # CoNLL04 sets one
+    write_records(tmp_path / "in.jsonl", [Record(id="long", text=LONG_TEXT * 2)])
+    with FaultServer(always(VALID)) as server:
+        args = ["--endpoint", server.url, "--model", "m", "--input", str(tmp_path / "in.jsonl"), "--config",
+                "conll04", "--out", str(tmp_path / "out.jsonl"), "--no-cache"]
+        assert main(args) == 0 and len(server.requests) == 3
+        assert main([*args, "--halves-from-tokens", "0"]) == 0 and len(server.requests) == 4
+        (rec,) = read_labelled(tmp_path / "out.jsonl")
+        assert rec.windows is None and rec.stats.calls == 1
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -174,6 +235,23 @@ async def test_the_student_path_writes_compact_json_on_the_real_server(endpoint)
     stats = record.stats
     assert stats.calls == 1 and stats.failed_calls == 0
     assert all(record.text[e.start:e.end] == e.text for e in record.entities)
+
+
+@pytest.mark.slow
+async def test_a_second_look_on_the_real_server_keeps_the_whole_answer_and_grounds_what_it_adds(endpoint, tmp_path):
+    client = LLMClient.from_endpoints([replace(endpoint, structured_output="llguidance")], max_parse_retries=0,
+                                      cache_path=tmp_path / "calls.sqlite")  # the same whole answer twice
+    params = SamplingParams(temperature=0.0, seed=0, max_tokens=160)
+    try:
+        [looked] = await StudentExtractor(client, SCHEMA, params, rules=mention_rules(DATASET),
+                                          halves_from_tokens=1).extract_batch([LONG_TEXT])
+        [whole] = await StudentExtractor(client, SCHEMA, params, rules=mention_rules(DATASET)).extract_batch([LONG_TEXT])
+    finally:
+        await client.aclose()
+    assert looked.stats.calls == 3 and looked.stats.failed_calls == 0 and looked.stats.windows == 2
+    assert whole.stats.calls == 1 and whole.stats.cached
+    assert {e.key for e in whole.entities} <= {e.key for e in looked.entities}
+    assert all(looked.text[e.start:e.end] == e.text for e in looked.entities)
 
 
 async def test_record_wall_time_is_service_time_not_queueing():

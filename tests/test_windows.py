@@ -7,11 +7,13 @@ from ie.schema import Entity, Record, Relation
 from ie.windows import (
     MIN_WINDOW_TOKENS,
     Window,
+    add_unseen,
     context_tokens,
     estimate_tokens,
     label_in_windows,
     merge_stats,
     merge_windows,
+    split_halves,
     split_windows,
     text_budget,
 )
@@ -168,3 +170,38 @@ def test_budget_context_and_stats_rules():
         {"calls": 2, "wall_s": 0.5, "error": None, "cached": False},
         {"calls": 3, "wall_s": 0.25, "error": "HTTP 400", "cached": True, "invalid": 1})])
     assert merged.as_dict() == {"calls": 5, "wall_s": 0.75, "error": "HTTP 400", "cached": True, "invalid": 1}
+
+
+SENTENCE = Record(id="s", text="Anna Berg of Acme Corp met Otto Lind in Paris on Monday after the long meeting in Oslo .")
+
+
+def test_halves_are_two_overlapping_windows_cut_between_words():
+    halves = split_halves(SENTENCE)
+    assert len(halves) == 2
+    covered(halves, len(SENTENCE.text))
+    for h in halves:
+        assert h.record.text == SENTENCE.text[h.start:h.end] and " " not in (h.record.text[0], h.record.text[-1])
+        assert estimate_tokens(h.record.text) <= 0.6 * estimate_tokens(SENTENCE.text) + 1
+
+
+def entity(text, type_, record=SENTENCE):
+    start = record.text.index(text)
+    return Entity(start=start, end=start + len(text), type=type_, text=text)
+
+
+def test_a_second_look_adds_only_mentions_the_whole_answer_has_no_overlap_with():
+    anna, lind, paris = entity("Anna Berg", "Peop"), entity("Otto Lind", "Peop"), entity("Paris", "Loc")
+    whole = SENTENCE.model_copy(update={"entities": [lind, paris], "relations": [Relation(head=0, tail=1, type="Live_In")]})
+    extra = SENTENCE.model_copy(update={"entities": [
+        anna, entity("Acme Corp", "Org"), entity("Otto", "Peop"), entity("Paris", "Org"), entity("Oslo", "Loc")],
+        "relations": [Relation(head=0, tail=1, type="Work_For"), Relation(head=2, tail=4, type="Live_In"),
+                      Relation(head=3, tail=4, type="Located_In")]})
+    out = add_unseen(whole, extra)
+    # "Otto" (inside "Otto Lind") and "Paris" as Org overlap the whole answer's mentions: the whole answer wins
+    assert [(e.text, e.type) for e in out.entities] == [
+        ("Anna Berg", "Peop"), ("Acme Corp", "Org"), ("Otto Lind", "Peop"), ("Paris", "Loc"), ("Oslo", "Loc")]
+    named = {(out.entities[r.head].text, r.type, out.entities[r.tail].text) for r in out.relations}
+    # the whole answer's relation renumbered; the halves' relation between two added mentions kept; those of
+    # mentions the whole answer overrode dropped
+    assert named == {("Otto Lind", "Live_In", "Paris"), ("Anna Berg", "Work_For", "Acme Corp")}
+    assert add_unseen(whole, SENTENCE) == whole.model_copy(update={"entities": [lind, paris]})
