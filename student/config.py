@@ -49,6 +49,9 @@ class StudentConfig:
     eval_steps: int = _help("Evaluate on the validation split every N optimizer steps.", default=100)
     save_steps: int = _help("Write a resumable checkpoint every N optimizer steps.", default=500)
     save_total_limit: int = _help("Checkpoints kept in output_dir (oldest deleted first).", default=2)
+    resume_from_checkpoint: str | None = _help(
+        "Go on from a checkpoint (its optimizer, scheduler and data position): a checkpoint-N folder, or `last` for "
+        "the newest in output_dir; num_train_epochs / max_steps say where the run ends.", default=None)
     seed: int = _help("Seed for data order, dropout and LoRA init.", default=0)
     lora_r: int = _help("LoRA rank.", default=16)
     lora_alpha: int = _help("LoRA alpha; the update is scaled by alpha / r.", default=32)
@@ -76,6 +79,10 @@ class StudentConfig:
             _require(Path(self.eval_data).is_file(), "eval_data", f"{self.eval_data} is not a file")
             _require(Path(self.data).is_file(), "eval_data",
                      "is only for a JSONL `data`; a DatasetDict directory brings its own validation split")
+        if self.resume_from_checkpoint not in (None, "last"):
+            _require((Path(self.resume_from_checkpoint) / "trainer_state.json").is_file(), "resume_from_checkpoint",
+                     f"{self.resume_from_checkpoint} is not a checkpoint folder (no trainer_state.json); give a "
+                     "checkpoint-N folder of an earlier run, or `last`")
         for name in ("max_length", "per_device_train_batch_size", "per_device_eval_batch_size",
                      "gradient_accumulation_steps", "logging_steps", "eval_steps", "save_steps", "lora_r",
                      "lora_alpha"):

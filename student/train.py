@@ -133,7 +133,8 @@ def train(cfg: StudentConfig, cuda: bool | None = None) -> TrainResult:
     model_path = resolve_base_model(cfg.model)
     trainer = build_trainer(cfg, device, model_path)
     out = Path(cfg.output_dir)
-    metrics = dict(trainer.train().metrics)
+    resume = cfg.resume_from_checkpoint
+    metrics = dict(trainer.train(resume_from_checkpoint=True if resume == "last" else resume).metrics)
     if trainer.eval_dataset is not None:
         metrics.update(trainer.evaluate())
     trainer.save_model(str(out))  # the peft adapter only (adapter_config.json + adapter_model.safetensors)

@@ -121,6 +121,29 @@ def test_training_changes_the_adapter_not_the_base(tiny_model, chat_jsonl, tmp_p
     assert all("lora_" in name for name in changed)  # no base weight moved
 
 
+def test_a_run_goes_on_from_its_checkpoint_to_the_new_end(tiny_model, chat_jsonl, tmp_path):
+    from student.config import ConfigError
+    from student.train import train
+
+    first = tmp_path / "first"
+    train(tiny_config(tiny_model, chat_jsonl, first, max_steps=2, save_steps=2), cuda=False)
+    state_file = first / "checkpoint-2" / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    state["log_history"][0]["loss"] = 123.0  # a mark: a resumed run carries the checkpoint's history on
+    state_file.write_text(json.dumps(state))
+    longer = tiny_config(tiny_model, chat_jsonl, tmp_path / "longer", max_steps=4,
+                         resume_from_checkpoint=str(first / "checkpoint-2"))
+    train(longer, cuda=False)
+    losses = {e["step"]: e["loss"] for e in json.loads((tmp_path / "longer" / "training_log.json").read_text())
+              if "loss" in e}
+    assert sorted(losses) == [1, 2, 3, 4] and losses[1] == 123.0  # steps 1-2 came from the checkpoint
+    again = tiny_config(tiny_model, chat_jsonl, tmp_path / "longer", max_steps=5, resume_from_checkpoint="last")
+    train(again, cuda=False)
+    assert (tmp_path / "longer" / "checkpoint-5").is_dir()
+    with pytest.raises(ConfigError, match="resume_from_checkpoint.*not a checkpoint folder"):
+        tiny_config(tiny_model, chat_jsonl, tmp_path, resume_from_checkpoint=str(first))
+
+
 def test_saved_files_are_the_adapter_and_merge_applies_it(trained, tiny_model):
     from safetensors.torch import load_file
 
