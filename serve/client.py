@@ -110,8 +110,11 @@ class StudentExtractor:
 
     async def second_look(self, record: Record, whole: LabelledRecord, started: float) -> LabelledRecord:
         """`whole` plus the mentions (and their relations) that the text's two halves find where it has none
-        (`ie.windows.add_unseen`); unfinished when a half did not finish. `wall_s` is the time since `started`."""
+        (`ie.windows.add_unseen`); unfinished when a half did not finish. `wall_s` is the time since `started`.
+        A text too short to halve is `whole` (its one "half" would ask the same call again)."""
         halves = split_halves(record)
+        if len(halves) < 2:
+            return whole
         parts = await asyncio.gather(*(self.extract_record(h.record) for h in halves))
         stats = merge_stats([whole.stats, *(p.stats for p in parts)])
         stats.wall_s = round(time.perf_counter() - started, 4)

@@ -149,6 +149,9 @@ async def test_a_second_look_in_halves_adds_what_the_whole_answer_missed():
         ("Lee Harvey Oswald", "Kill", "John F. Kennedy"), ("Jack Ruby", "Kill", "Oswald")]
     assert long.stats.calls == 3 and long.stats.windows == 2 and len(long.windows) == 2
     assert short.stats.calls == 1 and short.windows is None and short.stats.windows is None
+    (tiny,) = await StudentExtractor(LLMClient([transport], backoff_s=0.0), SCHEMA,
+                                     halves_from_tokens=1).extract_batch(["Hi ."])
+    assert tiny.stats.calls == 1 and tiny.windows is None  # too short to halve: asked once
 
 
 async def test_a_half_that_fails_leaves_the_record_unfinished():
