@@ -177,3 +177,26 @@ def test_llama_cpp_serves_the_merged_gguf_like_peft(memorized, tmp_path):
                                   model=str(report.out_path), max_reasks=0)
     assert record.stats.calls == 1
     assert all(record.text[e.start:e.end] == e.text for e in record.entities)
+
+
+@pytest.mark.slow
+def test_llama_cpp_serves_a_soup_like_peft(memorized, tmp_path):
+    """A soup of the memorized adapter and an untrained one (half its weight change, rank 16) says in llama.cpp
+    what peft says with the same soup."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from student.soup import make_soup
+
+    def base():
+        path = memorized.gguf_path
+        return AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+
+    untrained = get_peft_model(base(), LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj"]))
+    untrained.save_pretrained(tmp_path / "untrained")
+    soup = make_soup([memorized.adapter_dir, tmp_path / "untrained"], tmp_path / "soup", base=memorized.base_dir)
+    tokenizer = AutoTokenizer.from_pretrained(memorized.gguf_path.parent, gguf_file=memorized.gguf_path.name)
+    prompt_ids = tokenizer(memorized.prompt, return_tensors="pt").input_ids
+    model = PeftModel.from_pretrained(base(), soup).eval()
+    peft_text = tokenizer.decode(model.generate(prompt_ids, max_new_tokens=6, do_sample=False)[0, prompt_ids.shape[1]:])
+    assert memorized.served(memorized.gguf_path, [soup / "adapter.gguf"]) == peft_text
