@@ -15,8 +15,8 @@ joint answer (`ie.student_format.parse_answer`). Each output record has:
   answer never validated (the labels are then what could be salvaged from its JSON, e.g. a list longer than a
   `mentions:` cap, which `json_schema` does not send to the server).
 A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or one holding no JSON object
-after the re-asks ("no valid answer"), or that ran past its time budget (`--timeout-record-s`, on by default), is
-unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
+after the re-asks ("no valid answer"), or that ran past its time budget (`--timeout-record-s`, on by default; all
+its calls together, windows and halves included), is unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
 `extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
 and exits 1. The CLI writes each record as it finishes and caches every call (`<out>.calls.sqlite`, or
 --cache), so a re-run, after a failure, a kill or Ctrl-C, repeats no call of a finished record; one CLI run
@@ -69,6 +69,12 @@ RECORD_BUDGET_S = 600.0  # a record is one call (a long text: a few): ten minute
 DEFAULT_PARAMS = SamplingParams(temperature=0.0, seed=0, max_tokens=384)
 
 
+def unfinished(record: Record, reason: str, error: str, started: float) -> LabelledRecord:
+    """`record` with no labels, marked failed for `reason` (never written as a finished record)."""
+    stats = RecordStats(failed=reason, error=error, wall_s=round(time.perf_counter() - started, 4))
+    return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=stats)
+
+
 class StudentExtractor:
     """The student behind an `LLMClient`: its retries, re-asks, cache and concurrency limit apply."""
 
@@ -85,20 +91,19 @@ class StudentExtractor:
         self.budget_s = budget_s  # seconds a record may take, re-asks included (None: no budget)
 
     async def extract_record(self, record: Record) -> LabelledRecord:
+        """One call for `record` (a whole text, a window or a half); unfinished when it got no valid answer. The
+        time budget is the whole record's (`label`), not each call's."""
         started = time.perf_counter()
         messages = build_messages(record.text, self.schema)
         result, failure = await within_budget(self.client.structured(messages, self._answer_model, self.params),
-                                              self.budget_s)
+                                              None)
         if failure is not None:
-            stats = RecordStats(failed=failure[0], error=failure[1], wall_s=round(time.perf_counter() - started, 4))
-            return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=stats)
+            return unfinished(record, *failure, started)
         (c,) = result  # type: ignore[misc]
         parsed = parse_answer(record.text, c.value if c.ok else c.raw, self.schema, record.id, self.rules,
                               record.tokens)
         if parsed.stats.error:  # no JSON object to salvage: an empty record is no result
-            stats = RecordStats(failed="no valid answer", error=f"{c.error}; last answer: {c.raw[:500]!r}",
-                                wall_s=round(time.perf_counter() - started, 4))
-            return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=stats)
+            return unfinished(record, "no valid answer", f"{c.error}; last answer: {c.raw[:500]!r}", started)
         stats = RecordStats(calls=c.usage.calls, prompt_tokens=c.usage.prompt_tokens,
                             completion_tokens=c.usage.completion_tokens,
                             prefix_cached_tokens=c.usage.prefix_cached_tokens, failed_calls=int(not c.ok),
@@ -118,15 +123,23 @@ class StudentExtractor:
         parts = await asyncio.gather(*(self.extract_record(h.record) for h in halves))
         stats = merge_stats([whole.stats, *(p.stats for p in parts)])
         stats.wall_s = round(time.perf_counter() - started, 4)
-        unfinished = next((p for p in parts if failure_of(p) is not None), None)
-        if unfinished is not None:
-            failed = RecordStats(failed=unfinished.stats.failed, error=unfinished.stats.error, wall_s=stats.wall_s)
-            return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, stats=failed)
+        failed = next((p for p in parts if failure_of(p) is not None), None)
+        if failed is not None:
+            return unfinished(record, failed.stats.failed, failed.stats.error, started)
         labels = add_unseen(whole, merge_windows(record, halves, parts))
         stats.windows = len(halves)
         return LabelledRecord(id=record.id, text=record.text, tokens=record.tokens, entities=labels.entities,
                               relations=labels.relations, stats=stats,
                               windows=[WindowLabel(start=h.start, end=h.end) for h in halves])
+
+    async def label(self, record: Record, window_budget: int, started: float) -> LabelledRecord:
+        """`record` in one call (in windows where it is longer than the context), then a second look in halves
+        where it is long enough to have one."""
+        out = await label_in_windows(record, window_budget, self.extract_record, self.params.max_tokens // 2)
+        if (self.halves_from_tokens and out.windows is None and failure_of(out) is None
+                and estimate_tokens(record.text) >= self.halves_from_tokens):
+            out = await self.second_look(record, out, started)
+        return out
 
     async def extract_batch(self, items: Sequence[str | Record],
                             on_record: Callable[[LabelledRecord], None] | None = None) -> list[LabelledRecord]:
@@ -139,10 +152,9 @@ class StudentExtractor:
         async def one(record: Record) -> LabelledRecord:
             async with gate:
                 started = time.perf_counter()
-                out = await label_in_windows(record, budget, self.extract_record, self.params.max_tokens // 2)
-                if (self.halves_from_tokens and out.windows is None and failure_of(out) is None
-                        and estimate_tokens(record.text) >= self.halves_from_tokens):
-                    out = await self.second_look(record, out, started)
+                out, failure = await within_budget(self.label(record, budget, started), self.budget_s)
+                if failure is not None:
+                    out = unfinished(record, *failure, started)
             if on_record is not None:
                 on_record(out)
             return out

@@ -117,6 +117,23 @@ async def test_a_record_past_its_time_budget_is_unfinished():
     assert failure_of(rec) == "time budget"
 
 
+async def test_the_time_budget_is_the_records_not_each_calls():
+    """Each call answers within the budget; the long text's whole call and its halves together do not."""
+    import asyncio
+
+    class Slow(ScriptedTransport):
+        async def __call__(self, request):
+            response = await super().__call__(request)
+            await asyncio.sleep(0.3)
+            return response
+
+    transport = Slow(lambda r: GOOD)
+    ex = StudentExtractor(LLMClient([transport]), SCHEMA, budget_s=0.5, halves_from_tokens=1)
+    (rec,) = await ex.extract_batch([LONG_TEXT])
+    assert failure_of(rec) == "time budget" and not rec.entities
+    assert len(transport.requests) == 3  # the whole text answered in time, then the halves ran it over
+
+
 LONG_TEXT = ("Lee Harvey Oswald shot John F. Kennedy in Dallas , and two days later , in the basement of the police "
              "headquarters of that city , the night club owner Jack Ruby shot Oswald dead .")
 
