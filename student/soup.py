@@ -51,6 +51,8 @@ def make_soup(members: Sequence[str | Path], out_dir: str | Path, weights: Seque
     if len(members) < 2:
         raise SoupError("a soup needs at least two student folders")
     shares = soup_weights(members, weights)
+    if Path(out_dir).resolve() in {m.resolve() for m in members}:
+        raise SoupError(f"--out {out_dir}: is one of the students; write the soup to a folder of its own")
     configs = [read_lora_config(m) for m in members]
     pairs = [lora_pairs(load_file(str(m / "adapter_model.safetensors")), m) for m in members]
     first, first_config = members[0], configs[0]

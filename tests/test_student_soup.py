@@ -107,6 +107,15 @@ def test_bad_weights_are_refused(tmp_path, weights, message):
         make_soup(members, tmp_path / "soup", weights=weights)
 
 
+def test_a_soup_does_not_overwrite_a_student(tmp_path):
+    base = tiny_base(tmp_path)
+    members = [random_student(base, tmp_path / name, seed=i) for i, name in enumerate(("a", "b"))]
+    before = (members[0] / "adapter_model.safetensors").read_bytes()
+    with pytest.raises(SoupError, match="is one of the students"):
+        make_soup(members, members[0])
+    assert (members[0] / "adapter_model.safetensors").read_bytes() == before
+
+
 def test_one_student_is_not_a_soup(tmp_path):
     with pytest.raises(SoupError, match="at least two"):
         make_soup([tmp_path], tmp_path / "soup")
