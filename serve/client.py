@@ -16,7 +16,8 @@ joint answer (`ie.student_format.parse_answer`). Each output record has:
   `mentions:` cap, which `json_schema` does not send to the server).
 A record whose call got no answer (refused, 401, 5xx, timeout, context overflow) or one holding no JSON object
 after the re-asks ("no valid answer"), or that ran past its time budget (`--timeout-record-s`, on by default; all
-its calls together, windows and halves included), is unfinished (`ie.failures`): it has only `stats.failed` (the reason), `stats.error` and `wall_s`.
+its calls together, windows and halves included), is unfinished (`ie.failures`): it has only `stats.failed` (the
+reason), `stats.error` and `wall_s`.
 `extract` raises `IncompleteRun` for one; the CLI leaves it out of --out, lists it in `<out>.failures.jsonl`
 and exits 1. The CLI writes each record as it finishes and caches every call (`<out>.calls.sqlite`, or
 --cache), so a re-run, after a failure, a kill or Ctrl-C, repeats no call of a finished record; one CLI run

@@ -64,9 +64,9 @@ def make_soup(members: Sequence[str | Path], out_dir: str | Path, weights: Seque
         if set(member_pairs) != set(pairs[0]):
             raise SoupError(f"{member}: adapts other layers than {first} (target_modules "
                             f"{config['target_modules']} against {first_config['target_modules']})")
+    scales = [share * effective_alpha(config) / config["r"] for share, config in zip(shares, configs)]
     tensors = {}
     for module in pairs[0]:
-        scales = [share * effective_alpha(config) / config["r"] for share, config in zip(shares, configs)]
         lora_a = torch.cat([member_pairs[module][0].float() for member_pairs in pairs], dim=0)
         lora_b = torch.cat([scale * member_pairs[module][1].float()
                             for scale, member_pairs in zip(scales, pairs)], dim=1)
@@ -76,8 +76,7 @@ def make_soup(members: Sequence[str | Path], out_dir: str | Path, weights: Seque
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(out_dir / "adapter_model.safetensors"))
-    soup_config = {**first_config, "r": rank, "lora_alpha": rank, "use_rslora": False,
-                   "target_modules": sorted({t for config in configs for t in config["target_modules"]})}
+    soup_config = {**first_config, "r": rank, "lora_alpha": rank, "use_rslora": False}  # layers: checked equal
     (out_dir / "adapter_config.json").write_text(json.dumps(soup_config, indent=2) + "\n")
     for name in COPIED_FILES:
         if (first / name).is_file():

@@ -117,6 +117,10 @@ async def test_a_record_past_its_time_budget_is_unfinished():
     assert failure_of(rec) == "time budget"
 
 
+LONG_TEXT = ("Lee Harvey Oswald shot John F. Kennedy in Dallas , and two days later , in the basement of the police "
+             "headquarters of that city , the night club owner Jack Ruby shot Oswald dead .")
+
+
 async def test_the_time_budget_is_the_records_not_each_calls():
     """Each call answers within the budget; the long text's whole call and its halves together do not."""
     import asyncio
@@ -132,10 +136,6 @@ async def test_the_time_budget_is_the_records_not_each_calls():
     (rec,) = await ex.extract_batch([LONG_TEXT])
     assert failure_of(rec) == "time budget" and not rec.entities
     assert len(transport.requests) == 3  # the whole text answered in time, then the halves ran it over
-
-
-LONG_TEXT = ("Lee Harvey Oswald shot John F. Kennedy in Dallas , and two days later , in the basement of the police "
-             "headquarters of that city , the night club owner Jack Ruby shot Oswald dead .")
 
 
 def answer_by_text(answers: dict[str, str]):

@@ -16,23 +16,7 @@ gguf = pytest.importorskip("gguf")
 
 from student.gguf_lora import ExportError, export_gguf_lora, llama_permute
 from student.gguf_merge import merge_into_gguf
-
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def save_random_adapter(tmp_path: Path, model_type: str, **lora_kwargs) -> Path:
-    """A tiny base (config saved to tmp_path/base) with a LoRA whose A and B are both random."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    config = AutoConfig.for_model(model_type, vocab_size=64, hidden_size=32, intermediate_size=48,
-                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
-    config.save_pretrained(tmp_path / "base")
-    torch.manual_seed(0)
-    settings = {"r": 4, "lora_alpha": 8, "target_modules": TARGETS, "init_lora_weights": False, **lora_kwargs}
-    model = get_peft_model(AutoModelForCausalLM.from_config(config), LoraConfig(**settings))
-    model.save_pretrained(tmp_path / "adapter")
-    return tmp_path / "adapter"
+from tests.random_lora import save_random_adapter
 
 
 def read(path: Path) -> tuple[dict, dict]:

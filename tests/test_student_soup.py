@@ -15,30 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from student.soup import SOUP_RECORD, SoupError, main, make_soup
-
-TARGETS = ["q_proj", "v_proj", "down_proj"]
-
-
-def tiny_base(tmp_path: Path) -> Path:
-    from transformers import AutoConfig
-
-    config = AutoConfig.for_model("qwen2", vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                  num_attention_heads=4, num_key_value_heads=2)
-    config.save_pretrained(tmp_path / "base")
-    return tmp_path / "base"
-
-
-def random_student(base: Path, out: Path, seed: int, **lora_kwargs) -> Path:
-    """A LoRA over the tiny base with random A and B, saved as train_student.py saves one."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    settings = {"r": 4, "lora_alpha": 8, "target_modules": TARGETS, "init_lora_weights": False, **lora_kwargs}
-    model = get_peft_model(AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(base)), LoraConfig(**settings))
-    model.peft_config["default"].base_model_name_or_path = str(base)
-    model.save_pretrained(out)
-    return out
+from tests.random_lora import TARGETS, save_random_adapter
 
 
 def merged_weights(base: Path, adapter: Path | None) -> dict[str, torch.Tensor]:
@@ -54,27 +31,25 @@ def merged_weights(base: Path, adapter: Path | None) -> dict[str, torch.Tensor]:
 
 
 def test_the_soup_is_the_weighted_mean_of_the_members_weight_changes(tmp_path):
-    base = tiny_base(tmp_path)
-    one = random_student(base, tmp_path / "one", seed=1)
-    two = random_student(base, tmp_path / "two", seed=2, r=8, lora_alpha=4, use_rslora=True)
+    one = save_random_adapter(tmp_path, "qwen2", "one", seed=1)
+    two = save_random_adapter(tmp_path, "qwen2", "two", seed=2, r=8, lora_alpha=4, use_rslora=True)
+    base = tmp_path / "base"
     soup = make_soup([one, two], tmp_path / "soup", weights=[1, 3])
     config = json.loads((soup / "adapter_config.json").read_text())
     assert (config["r"], config["lora_alpha"], config["use_rslora"]) == (12, 12, False)
     assert json.loads((soup / SOUP_RECORD).read_text())["members"][1]["weight"] == 0.75
     assert (soup / "adapter.gguf").is_file()
-    untouched = merged_weights(base, None)
-    deltas = {name: [merged_weights(base, m)[name] - untouched[name] for m in (one, two)] for name in untouched}
-    souped = merged_weights(base, soup)
+    untouched, with_one, with_two, souped = (merged_weights(base, a) for a in (None, one, two, soup))
     changed = 0
-    for name, (delta_one, delta_two) in deltas.items():
-        torch.testing.assert_close(souped[name], untouched[name] + 0.25 * delta_one + 0.75 * delta_two)
+    for name, weight in untouched.items():
+        delta_one, delta_two = with_one[name] - weight, with_two[name] - weight
+        torch.testing.assert_close(souped[name], weight + 0.25 * delta_one + 0.75 * delta_two)
         changed += bool(delta_one.abs().sum() > 0)
     assert changed == 2 * len(TARGETS)  # every adapted layer was compared, and it did change
 
 
 def test_equal_weights_by_default_and_from_the_command_line(tmp_path, capsys):
-    base = tiny_base(tmp_path)
-    members = [random_student(base, tmp_path / name, seed=i) for i, name in enumerate(("a", "b", "c"))]
+    members = [save_random_adapter(tmp_path, "qwen2", name, seed=i) for i, name in enumerate(("a", "b", "c"))]
     assert main([*map(str, members), "--out", str(tmp_path / "soup"), "--no-gguf"]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "soup")
     record = json.loads((tmp_path / "soup" / SOUP_RECORD).read_text())
@@ -87,9 +62,8 @@ def test_equal_weights_by_default_and_from_the_command_line(tmp_path, capsys):
     ({"base": "elsewhere"}, "base_model_name_or_path 'elsewhere'"),
 ])
 def test_students_that_cannot_be_averaged_are_refused(tmp_path, change, message):
-    base = tiny_base(tmp_path)
-    one = random_student(base, tmp_path / "one", seed=1)
-    two = random_student(base, tmp_path / "two", seed=2, target_modules=change.get("target_modules", TARGETS))
+    one = save_random_adapter(tmp_path, "qwen2", "one", seed=1)
+    two = save_random_adapter(tmp_path, "qwen2", "two", seed=2, target_modules=change.get("target_modules", TARGETS))
     if "base" in change:
         path = two / "adapter_config.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), "base_model_name_or_path": change["base"]}))
@@ -101,15 +75,13 @@ def test_students_that_cannot_be_averaged_are_refused(tmp_path, change, message)
 
 @pytest.mark.parametrize("weights, message", [([1], "1 weights for 2 students"), ([1, 0], "above 0")])
 def test_bad_weights_are_refused(tmp_path, weights, message):
-    base = tiny_base(tmp_path)
-    members = [random_student(base, tmp_path / name, seed=i) for i, name in enumerate(("a", "b"))]
+    members = [save_random_adapter(tmp_path, "qwen2", name, seed=i) for i, name in enumerate(("a", "b"))]
     with pytest.raises(SoupError, match=message):
         make_soup(members, tmp_path / "soup", weights=weights)
 
 
 def test_a_soup_does_not_overwrite_a_student(tmp_path):
-    base = tiny_base(tmp_path)
-    members = [random_student(base, tmp_path / name, seed=i) for i, name in enumerate(("a", "b"))]
+    members = [save_random_adapter(tmp_path, "qwen2", name, seed=i) for i, name in enumerate(("a", "b"))]
     before = (members[0] / "adapter_model.safetensors").read_bytes()
     with pytest.raises(SoupError, match="is one of the students"):
         make_soup(members, members[0])
