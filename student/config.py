@@ -35,9 +35,9 @@ class StudentConfig:
                             default="runs/student")
     max_length: int = _help("Longest tokenized example; a longer one is refused (cut, it would lose its "
                                   "end-of-turn token).", default=2048)
-    num_train_epochs: float = _help("Passes over the training split (ignored when max_steps > 0).", default=3.0)
+    num_train_epochs: float = _help("Passes over the training split (ignored when max_steps > 0).", default=2.0)
     max_steps: int = _help("Stop after this many optimizer steps; -1 = run num_train_epochs.", default=-1)
-    per_device_train_batch_size: int = _help("Examples per device per step.", default=4)
+    per_device_train_batch_size: int = _help("Examples per device per step.", default=1)
     per_device_eval_batch_size: int = _help("Examples per device per evaluation step.", default=4)
     gradient_accumulation_steps: int = _help("Micro-batches accumulated per optimizer step.", default=4)
     learning_rate: float = _help("Peak learning rate of the LoRA weights.", default=2e-4)
@@ -60,7 +60,9 @@ class StudentConfig:
         default_factory=lambda: list(DEFAULT_TARGET_MODULES),
         metadata={"help": "Linear layers that get a LoRA adapter (module name suffixes), or ['all-linear']."})
     precision: Literal["auto", "bf16", "fp16", "fp32"] = _help(
-        "auto = bf16 on CUDA, fp32 on CPU (bf16 autocast makes a CPU step ~16x slower).", default="auto")
+        "auto = bf16 on CUDA and on a CPU with AMX bf16 tiles, else fp32. bf16 on CPU autocasts over fp32 weights: "
+        "with AMX 1.3x faster a step, and a student level with fp32's on dev (docs/RESULTS.md); not measured "
+        "without AMX, so auto keeps fp32 there.", default="auto")
     gradient_checkpointing: bool | None = _help("Recompute activations to save memory; unset = on for CUDA, off "
                                                 "on CPU (where it only costs time).", default=None)
     load_in_4bit: bool = _help("QLoRA: load the base in 4-bit NF4 through bitsandbytes (CUDA only).",
@@ -97,13 +99,14 @@ class StudentConfig:
         _require(not (self.load_in_4bit and self.precision in ("fp32", "fp16")), "precision",
                  "4-bit QLoRA computes in bf16: set precision to bf16 or auto")
 
-    def device_settings(self, cuda: bool) -> DeviceSettings:
-        """Precision and memory settings for this hardware; rejects combinations it cannot run."""
+    def device_settings(self, cuda: bool, cpu_amx_bf16: bool = False) -> DeviceSettings:
+        """Precision and memory settings for this hardware (`cpu_amx_bf16`: the CPU has AMX bf16 tiles); rejects
+        combinations it cannot run."""
         if not cuda:
             _require(not self.load_in_4bit, "load_in_4bit", "needs a CUDA GPU (bitsandbytes); unset it on CPU")
-            _require(self.precision in ("auto", "fp32"), "precision",
-                     f"{self.precision} mixed precision is not supported on CPU here; use auto or fp32")
-            return DeviceSettings("fp32", bool(self.gradient_checkpointing), False)
+            _require(self.precision != "fp16", "precision", "fp16 mixed precision needs CUDA; use auto, fp32 or bf16")
+            precision = ("bf16" if cpu_amx_bf16 else "fp32") if self.precision == "auto" else self.precision
+            return DeviceSettings(precision, bool(self.gradient_checkpointing), False, cpu=True)
         precision = "bf16" if self.precision == "auto" else self.precision
         checkpointing = True if self.gradient_checkpointing is None else self.gradient_checkpointing
         return DeviceSettings(precision, checkpointing, self.load_in_4bit)
@@ -114,9 +117,14 @@ class DeviceSettings:
     precision: Literal["bf16", "fp16", "fp32"]
     gradient_checkpointing: bool
     load_in_4bit: bool
+    cpu: bool = False
 
     @property
     def torch_dtype_name(self) -> str:
+        """The dtype the base is loaded in. On CPU it is always float32: bf16 there is autocast over fp32 weights,
+        which ran no slower than bf16 weights and keeps the optimizer's updates exact."""
+        if self.cpu:
+            return "float32"
         return {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[self.precision]
 
 

@@ -51,6 +51,7 @@ def build_sft_config(cfg: StudentConfig, device: DeviceSettings, has_eval: bool)
         # Explicit on every device: TRL's defaults (bf16=True, checkpointing on) cost ~16x per step on CPU.
         bf16=device.precision == "bf16",
         fp16=device.precision == "fp16",
+        use_cpu=device.cpu,
         activation_checkpointing=device.gradient_checkpointing,
         # Prompt-completion data: the loss covers only the assistant's answer (student.data explains why).
         completion_only_loss=True,
@@ -90,11 +91,15 @@ def load_base(model_path: str, device: DeviceSettings) -> PreTrainedModel:
     return prepare_model_for_kbit_training(model, use_gradient_checkpointing=device.gradient_checkpointing)
 
 
-def resolve_device(cfg: StudentConfig, cuda: bool | None = None) -> DeviceSettings:
-    """`cfg`'s device settings for this machine (`cuda` defaults to what torch sees)."""
+def resolve_device(cfg: StudentConfig, cuda: bool | None = None,
+                   cpu_amx_bf16: bool | None = None) -> DeviceSettings:
+    """`cfg`'s device settings for this machine (`cuda` and `cpu_amx_bf16` default to what torch sees)."""
     import torch
 
-    return cfg.device_settings(torch.cuda.is_available() if cuda is None else cuda)
+    if cpu_amx_bf16 is None:  # torch.cpu.get_capabilities is recent: a torch without it trains in fp32
+        capabilities = getattr(torch.cpu, "get_capabilities", dict)()
+        cpu_amx_bf16 = bool(capabilities.get("amx_bf16", False))
+    return cfg.device_settings(torch.cuda.is_available() if cuda is None else cuda, cpu_amx_bf16)
 
 
 def build_trainer(cfg: StudentConfig, device: DeviceSettings, model_path: str) -> SFTTrainer:

@@ -23,13 +23,16 @@ def test_config_errors_name_the_field(overrides, field, chat_jsonl):
         StudentConfig(**settings)
 
 
-def test_bf16_is_rejected_on_cpu(chat_jsonl):
+def test_cpu_takes_bf16_as_autocast_over_fp32_weights_and_refuses_fp16(chat_jsonl):
+    device = StudentConfig(data=str(chat_jsonl), precision="bf16").device_settings(cuda=False)
+    assert (device.precision, device.cpu, device.torch_dtype_name) == ("bf16", True, "float32")
+    assert StudentConfig(data=str(chat_jsonl)).device_settings(cuda=False).precision == "fp32"
     with pytest.raises(ConfigError, match="field 'precision'"):
-        StudentConfig(data=str(chat_jsonl), precision="bf16").device_settings(cuda=False)
+        StudentConfig(data=str(chat_jsonl), precision="fp16").device_settings(cuda=False)
 
 
 def test_cuda_settings_default_to_bf16_with_checkpointing(tiny_model, chat_jsonl, tmp_path):
-    cfg = tiny_config(tiny_model, chat_jsonl, tmp_path, load_in_4bit=True)
+    cfg = tiny_config(tiny_model, chat_jsonl, tmp_path, load_in_4bit=True, precision="auto")
     device = cfg.device_settings(cuda=True)
     assert (device.precision, device.gradient_checkpointing, device.load_in_4bit) == ("bf16", True, True)
     with pytest.raises(ConfigError, match="'load_in_4bit'.*CUDA"):

@@ -3,6 +3,7 @@ reload with PeftModel, generate, merge - in seconds."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -95,15 +96,29 @@ def test_the_students_own_tokenizer_trains_the_end_of_turn_token(tiny_model, tmp
     assert text == answer + "<|im_end|>\n" and eos in labels
 
 
-def test_cpu_defaults_are_fp32_without_checkpointing(tiny_model, chat_jsonl, tmp_path):
+def test_cpu_auto_is_fp32_without_checkpointing_unless_the_cpu_has_amx_bf16(tiny_model, chat_jsonl, tmp_path):
     from student.train import build_sft_config, build_trainer, resolve_device
 
-    cfg = tiny_config(tiny_model, chat_jsonl, tmp_path)
-    device = resolve_device(cfg, cuda=False)
+    cfg = tiny_config(tiny_model, chat_jsonl, tmp_path, precision="auto")
+    assert resolve_device(cfg, cuda=False, cpu_amx_bf16=True).precision == "bf16"
+    device = resolve_device(cfg, cuda=False, cpu_amx_bf16=False)
     args = build_sft_config(cfg, device, has_eval=True)
     assert (args.bf16, args.fp16, args.gradient_checkpointing, args.completion_only_loss) == (False, False, False,
                                                                                               True)
     assert build_trainer(cfg, device, str(tiny_model)).model.dtype == torch.float32
+
+
+def test_bf16_on_cpu_trains_in_autocast_over_fp32_weights(tiny_model, chat_jsonl, tmp_path):
+    from student.train import build_sft_config, build_trainer, resolve_device
+
+    cfg = tiny_config(tiny_model, chat_jsonl, tmp_path, eval_data=None, precision="bf16", max_steps=1)
+    device = resolve_device(cfg, cuda=False)
+    args = build_sft_config(cfg, device, has_eval=False)
+    assert (args.bf16, args.use_cpu, args.gradient_checkpointing) == (True, True, False)
+    trainer = build_trainer(cfg, device, str(tiny_model))
+    assert trainer.model.dtype == torch.float32 and trainer.accelerator.mixed_precision == "bf16"
+    assert math.isfinite(trainer.train().training_loss) and trainer.state.global_step == 1
+    assert all(p.dtype == torch.float32 for name, p in trainer.model.named_parameters() if "lora_" in name)
 
 
 def test_training_changes_the_adapter_not_the_base(tiny_model, chat_jsonl, tmp_path):
@@ -157,7 +172,8 @@ def test_saved_files_are_the_adapter_and_merge_applies_it(trained, tiny_model):
 def test_run_writes_config_log_and_metrics(trained):
     out = trained.adapter_dir
     resolved = json.loads((out / "student_config.json").read_text())
-    assert resolved["device"] == {"precision": "fp32", "gradient_checkpointing": False, "load_in_4bit": False}
+    assert resolved["device"] == {"precision": "fp32", "gradient_checkpointing": False, "load_in_4bit": False,
+                                  "cpu": True}
     assert resolved["config"]["lora_r"] == 4
     log = json.loads((out / "training_log.json").read_text())
     assert any("loss" in entry for entry in log) and any("eval_loss" in entry for entry in log)

@@ -45,5 +45,6 @@ def tiny_config(model: Path, data: Path, out: Path, **overrides) -> StudentConfi
     settings = {"data": str(data), "eval_data": str(data), "model": str(model), "output_dir": str(out),
                 "max_steps": 3, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
                 "learning_rate": 1e-2, "logging_steps": 1, "eval_steps": 2, "lora_r": 4, "lora_alpha": 8,
-                "lora_dropout": 0.0, "warmup_steps": 0}
+                "lora_dropout": 0.0, "warmup_steps": 0,
+                "precision": "fp32"}  # not `auto`: the same numerics on every CPU, with AMX bf16 or without
     return StudentConfig(**{**settings, **overrides})
