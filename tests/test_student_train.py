@@ -108,6 +108,20 @@ def test_cpu_auto_is_fp32_without_checkpointing_unless_the_cpu_has_amx_bf16(tiny
     assert build_trainer(cfg, device, str(tiny_model)).model.dtype == torch.float32
 
 
+@pytest.mark.parametrize("capabilities, precision", [({"amx_bf16": True}, "bf16"), ({"amx_bf16": False}, "fp32"),
+                                                     (None, "fp32")])
+def test_cpu_auto_reads_amx_bf16_from_torch(capabilities, precision, chat_jsonl, monkeypatch):
+    """`auto` follows torch's report of the CPU; a torch without `get_capabilities` (None here) trains in fp32."""
+    from student.config import StudentConfig
+    from student.train import resolve_device
+
+    if capabilities is None:
+        monkeypatch.delattr(torch.cpu, "get_capabilities", raising=False)
+    else:
+        monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: capabilities)
+    assert resolve_device(StudentConfig(data=str(chat_jsonl)), cuda=False).precision == precision
+
+
 def test_bf16_on_cpu_trains_in_autocast_over_fp32_weights(tiny_model, chat_jsonl, tmp_path):
     from student.train import build_sft_config, build_trainer, resolve_device
 
