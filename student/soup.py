@@ -3,12 +3,13 @@ cost of one student.
 
     python -m student.soup runs/student-a runs/student-b [--weights 0.5 0.5] --out runs/student-soup
 
-Students fine-tuned from the same base on the same task (checkpoints of one run, or runs on nested label sets)
-often generalise better averaged than alone. The average is exact, not an approximation: the soup concatenates
-the members' ranks, A = [A_1; ...; A_n] and B = [w_1 s_1 B_1, ..., w_n s_n B_n] with s_i the member's LoRA scale,
-and takes alpha = rank (scale 1), so B A = sum_i w_i s_i B_i A_i, the weighted mean of the members' weight changes
-(peft's `add_weighted_adapter(combination_type="cat")` does the same with the base model loaded). The soup is a
-plain peft adapter of rank sum(r_i), exported to adapter.gguf for llama.cpp like a trained one.
+Students fine-tuned from the same base on the same task (checkpoints of one run, or runs on nested label sets) often
+generalise better averaged than alone; students of disjoint parts of the labels did not (docs/RESULTS.md).
+The average is exact, not an approximation: the soup concatenates the members' ranks, A = [A_1; ...; A_n] and
+B = [w_1 s_1 B_1, ..., w_n s_n B_n] with s_i the member's LoRA scale, and takes alpha = rank (scale 1), so
+B A = sum_i w_i s_i B_i A_i, the weighted mean of the members' weight changes (peft's
+`add_weighted_adapter(combination_type="cat")` does the same with the base model loaded). The soup is a plain peft
+adapter of rank sum(r_i), exported to adapter.gguf for llama.cpp like a trained one.
 """
 from __future__ import annotations
 
